@@ -1,0 +1,59 @@
+# infradns — see README.md. Every target works on a fresh Debian machine with Go.
+SHELL   := /bin/bash
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+BIN     := bin
+
+# make run: the example cluster on 127.0.0.1:1053. Names outside the cluster go
+# to RUN_UPSTREAM (a resolv.conf-style file or addresses).
+RUN_PORT     ?= 1053
+RUN_UPSTREAM ?= /etc/resolv.conf
+
+.PHONY: all build run test unit e2e deps bench verify lint fmt clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/coredns ./coredns
+
+run: build
+	@echo "Serving ocp4.example.com on 127.0.0.1:$(RUN_PORT). Try, in another shell:"
+	@echo "  dig @127.0.0.1 -p $(RUN_PORT) api-int.ocp4.example.com A"
+	@echo "  dig @127.0.0.1 -p $(RUN_PORT) api.ocp4.example.com AAAA"
+	@echo "  dig @127.0.0.1 -p $(RUN_PORT) console-openshift-console.apps.ocp4.example.com A"
+	@echo "  dig @127.0.0.1 -p $(RUN_PORT) nosuchhost.ocp4.example.com A      (NXDOMAIN)"
+	@echo "  make verify                                                    (all checks)"
+	INFRADNS_UPSTREAM=$(RUN_UPSTREAM) $(BIN)/coredns -conf corefile.example -dns.port $(RUN_PORT)
+
+deps:
+	hack/install-deps.sh
+
+# Everything: unit tests with the race detector, then the multi-node lab.
+test: deps build unit e2e
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+e2e: build
+	$(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
+
+# Starts the example server on a free port, runs the dig verification, stops it.
+verify: build deps
+	hack/verify-local.sh
+
+bench: build deps
+	hack/bench.sh
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

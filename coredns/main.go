@@ -1,0 +1,54 @@
+// Command coredns is CoreDNS built with the stock plugins a cluster node's
+// resolver needs and the infradns plugins.
+package main
+
+import (
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	// The stock plugins; keep this list and the README's in step.
+	_ "github.com/coredns/coredns/plugin/acl"
+	_ "github.com/coredns/coredns/plugin/any"
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/bufsize"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/cancel"
+	_ "github.com/coredns/coredns/plugin/debug"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/file"
+	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/header"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/hosts"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/metadata"
+	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/minimal"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/reload"
+	_ "github.com/coredns/coredns/plugin/rewrite"
+	_ "github.com/coredns/coredns/plugin/root"
+	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/whoami"
+
+	_ "github.com/infradns/infradns/plugin/apiint"
+	_ "github.com/infradns/infradns/plugin/appswildcard"
+)
+
+// version is set by the Makefile from git describe.
+var version = "dev"
+
+func init() {
+	d, err := withInfradns(dnsserver.Directives)
+	if err != nil {
+		panic(err) // a CoreDNS upgrade renamed an anchor: refuse to start with a wrong order
+	}
+	dnsserver.Directives = d
+	caddy.AppName = "infradns"
+	caddy.AppVersion = version + " (CoreDNS " + coremain.CoreVersion + ")"
+}
+
+func main() { coremain.Run() }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and the lab need. As root it runs
+# apt-get; otherwise it only checks, and fails naming what is missing.
+set -euo pipefail
+
+# command → Debian package
+declare -A pkgs=(
+  [dig]=bind9-dnsutils
+  [dnsperf]=dnsperf
+  [ip]=iproute2
+  [ping]=iputils-ping
+  [curl]=curl
+  [keepalived]=keepalived
+  [haproxy]=haproxy
+  [avahi-daemon]=avahi-daemon
+  [avahi-browse]=avahi-utils
+  [dbus-daemon]=dbus
+  [unshare]=util-linux
+  [pkill]=procps
+  [taskset]=util-linux
+)
+
+missing=()
+for cmd in "${!pkgs[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("${pkgs[$cmd]}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+echo "install-deps: apt-get install ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

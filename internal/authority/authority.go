@@ -1,0 +1,255 @@
+// Package authority makes the infradns plugins of one server block answer as a
+// single authoritative source for the cluster zone.
+//
+// Each plugin (apiint, appswildcard, mdnsnodes) owns some names of the zone. A
+// plugin that does not own a name must not NXDOMAIN it, because a sibling further
+// down the chain may own it; only the last member serving the zone decides
+// between NXDOMAIN and fallthrough, and the SOA/NS of the apex are answered by
+// whichever member sees the apex first. The decision data is computed once, at
+// OnStartup, so the query path only compares strings.
+package authority
+
+import (
+	"context"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/coredns/coredns/request"
+
+	"github.com/miekg/dns"
+)
+
+// Member is implemented by every plugin that takes part in the shared authority.
+type Member interface {
+	plugin.Handler
+	// Origins returns the zones the member serves: lower case, fully qualified.
+	Origins() []string
+	// Fallthrough returns the member's own fallthrough setting.
+	Fallthrough() fall.F
+	// RecordTTL returns the TTL of the member's answers; the zone's negative TTL
+	// is the smallest of its members'.
+	RecordTTL() uint32
+}
+
+// Result says what a member did with a query, for its metrics.
+type Result string
+
+// The results a member reports.
+const (
+	Answer      Result = "answer"      // owned name, records of the asked type
+	NoData      Result = "nodata"      // owned name (or apex), no records of the asked type
+	NXDomain    Result = "nxdomain"    // nobody in the authority owns the name
+	Fallthrough Result = "fallthrough" // nobody owns the name and fallthrough is set
+	Passed      Result = "passed"      // not ours; a later member may own it
+)
+
+// nsLabel is the name of the zone's nameserver below the apex. It resolves to the
+// address the query arrived on, as the kubernetes plugin does for ns.dns.
+const nsLabel = "ns.dns."
+
+// Authority is embedded (by value) in each member. Until Link runs it behaves as if
+// the member were alone in the server block.
+type Authority struct {
+	zones  map[string]*zone
+	later  []string // zones served by members after this one in the chain
+	falls  []fall.F // fallthrough settings of every member, this one included
+	serial uint32
+}
+
+type zone struct {
+	origin string
+	ns     string // ns.dns.<origin>
+	dnsENT string // dns.<origin>, an empty non-terminal above ns
+	ttl    uint32
+}
+
+// New returns an Authority for a member serving origins with ttl and fall.
+func New(origins []string, ttl uint32, f fall.F) Authority {
+	a := Authority{zones: make(map[string]*zone, len(origins)), falls: []fall.F{f}, serial: uint32(time.Now().Unix())}
+	for _, o := range origins {
+		a.zones[o] = &zone{origin: o, ns: nsLabel + o, dnsENT: "dns." + o, ttl: ttl}
+	}
+	return a
+}
+
+// Link connects self with the other members of its server block. Call it from
+// OnStartup, when every handler of the block has been built.
+func (a *Authority) Link(cfg *dnsserver.Config, self Member) {
+	a.LinkMembers(Members(cfg), self)
+}
+
+// Members returns the members of a server block in chain order.
+func Members(cfg *dnsserver.Config) []Member {
+	var ms []Member
+	for _, h := range cfg.Handlers() {
+		if m, ok := h.(Member); ok {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// LinkMembers is Link with the member list given, in chain order.
+func (a *Authority) LinkMembers(members []Member, self Member) {
+	a.later, a.falls = nil, nil
+	seen := false
+	for _, m := range members {
+		a.falls = append(a.falls, m.Fallthrough())
+		if m == self {
+			seen = true
+			continue
+		}
+		if seen {
+			a.later = append(a.later, m.Origins()...)
+		}
+		for _, o := range m.Origins() {
+			if z, ok := a.zones[o]; ok && m.RecordTTL() < z.ttl {
+				z.ttl = m.RecordTTL()
+			}
+		}
+	}
+	if !seen {
+		a.falls = append(a.falls, self.Fallthrough())
+	}
+}
+
+// Own answers the names the authority itself owns: the apex (SOA, NS, else
+// NODATA) and the nameserver name. It reports whether it wrote a reply.
+func (a *Authority) Own(w dns.ResponseWriter, r *dns.Msg, state request.Request, origin string) (bool, Result) {
+	z := a.zones[origin]
+	if z == nil {
+		return false, ""
+	}
+	qname := state.Name()
+	switch qname {
+	case z.origin:
+		m := a.reply(r)
+		switch state.QType() {
+		case dns.TypeSOA:
+			m.Answer = []dns.RR{a.soa(z)}
+		case dns.TypeNS:
+			m.Answer = []dns.RR{a.nsRecord(z)}
+		default:
+			m.Ns = []dns.RR{a.soa(z)}
+		}
+		w.WriteMsg(m)
+		return true, resultOf(m)
+	case z.ns:
+		m := a.reply(r)
+		if rr := a.localAddr(state, z); rr != nil {
+			m.Answer = []dns.RR{rr}
+		} else {
+			m.Ns = []dns.RR{a.soa(z)}
+		}
+		w.WriteMsg(m)
+		return true, resultOf(m)
+	case z.dnsENT:
+		m := a.reply(r)
+		m.Ns = []dns.RR{a.soa(z)}
+		w.WriteMsg(m)
+		return true, NoData
+	}
+	return false, ""
+}
+
+// Write sends the records of an owned name; no records means NODATA with the SOA.
+func (a *Authority) Write(w dns.ResponseWriter, r *dns.Msg, origin string, answer []dns.RR) (int, Result) {
+	m := a.reply(r)
+	m.Answer = answer
+	if len(answer) == 0 {
+		if z := a.zones[origin]; z != nil {
+			m.Ns = []dns.RR{a.soa(z)}
+		}
+	}
+	w.WriteMsg(m)
+	return dns.RcodeSuccess, resultOf(m)
+}
+
+// Miss handles a name in origin that the calling member does not own: a later
+// member may own it, else NXDOMAIN with the SOA, or fallthrough when any member
+// asked for it.
+func (a *Authority) Miss(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, state request.Request, origin string, name string, next plugin.Handler) (int, Result, error) {
+	qname := state.Name()
+	if len(a.later) > 0 && plugin.Zones(a.later).Matches(qname) != "" {
+		rc, err := plugin.NextOrFailure(name, next, ctx, w, r)
+		return rc, Passed, err
+	}
+	for _, f := range a.falls {
+		if f.Through(qname) {
+			rc, err := plugin.NextOrFailure(name, next, ctx, w, r)
+			return rc, Fallthrough, err
+		}
+	}
+	m := a.reply(r)
+	m.Rcode = dns.RcodeNameError
+	if z := a.zones[origin]; z != nil {
+		m.Ns = []dns.RR{a.soa(z)}
+	}
+	w.WriteMsg(m)
+	return dns.RcodeNameError, NXDomain, nil
+}
+
+func (a *Authority) reply(r *dns.Msg) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	return m
+}
+
+// soa follows k8s_external: the negative TTL (minttl) equals the record TTL, so a
+// name that appears later is not hidden longer than a positive answer is cached.
+func (a *Authority) soa(z *zone) *dns.SOA {
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: z.origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: z.ttl},
+		Ns:      z.ns,
+		Mbox:    "hostmaster." + z.origin,
+		Serial:  a.serial,
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  z.ttl,
+	}
+}
+
+func (a *Authority) nsRecord(z *zone) *dns.NS {
+	return &dns.NS{Hdr: dns.RR_Header{Name: z.origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: z.ttl}, Ns: z.ns}
+}
+
+// localAddr answers the nameserver name with the address the query arrived on,
+// when its family is the one asked for.
+func (a *Authority) localAddr(state request.Request, z *zone) dns.RR {
+	ip := net.ParseIP(state.LocalIP())
+	if ip == nil {
+		return nil
+	}
+	hdr := dns.RR_Header{Name: state.QName(), Class: dns.ClassINET, Ttl: z.ttl}
+	if v4 := ip.To4(); v4 != nil && state.QType() == dns.TypeA {
+		hdr.Rrtype = dns.TypeA
+		return &dns.A{Hdr: hdr, A: v4}
+	}
+	if ip.To4() == nil && state.QType() == dns.TypeAAAA {
+		hdr.Rrtype = dns.TypeAAAA
+		return &dns.AAAA{Hdr: hdr, AAAA: ip}
+	}
+	return nil
+}
+
+func resultOf(m *dns.Msg) Result {
+	if len(m.Answer) > 0 {
+		return Answer
+	}
+	return NoData
+}
+
+// IsBelow reports whether name is strictly below parent, on a label boundary.
+// Both must be lower case and fully qualified.
+func IsBelow(name, parent string) bool {
+	if parent == "." {
+		return name != "."
+	}
+	return len(name) > len(parent) && strings.HasSuffix(name, parent) && name[len(name)-len(parent)-1] == '.'
+}

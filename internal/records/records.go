@@ -1,0 +1,76 @@
+// Package records builds the A/AAAA answers of the infradns plugins from a fixed
+// address set. It does no I/O.
+package records
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/miekg/dns"
+)
+
+// Set is the addresses one name answers with, split by family.
+type Set struct {
+	V4 []net.IP
+	V6 []net.IP
+}
+
+// ParseSet parses addresses, IPv4 and IPv6 mixed, in the order given. It rejects
+// anything that is not a plain unicast address and any duplicate.
+func ParseSet(args []string) (Set, error) {
+	var s Set
+	seen := make(map[netip.Addr]bool, len(args))
+	for _, a := range args {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return Set{}, fmt.Errorf("invalid address %q", a)
+		}
+		if ip.Zone() != "" {
+			return Set{}, fmt.Errorf("invalid address %q: zoned addresses are not allowed", a)
+		}
+		ip = ip.Unmap()
+		if ip.IsUnspecified() || ip.IsMulticast() {
+			return Set{}, fmt.Errorf("invalid address %q: not a unicast address", a)
+		}
+		if seen[ip] {
+			return Set{}, fmt.Errorf("duplicate address %q", a)
+		}
+		seen[ip] = true
+		if ip.Is4() {
+			s.V4 = append(s.V4, net.IP(ip.AsSlice()))
+		} else {
+			s.V6 = append(s.V6, net.IP(ip.AsSlice()))
+		}
+	}
+	return s, nil
+}
+
+// Empty reports whether the set has no address.
+func (s Set) Empty() bool { return len(s.V4) == 0 && len(s.V6) == 0 }
+
+// RRs returns the records of qtype for owner. Other types get none: the name
+// exists, so the caller answers NODATA.
+func (s Set) RRs(owner string, qtype uint16, ttl uint32) []dns.RR {
+	switch qtype {
+	case dns.TypeA:
+		if len(s.V4) == 0 {
+			return nil
+		}
+		rrs := make([]dns.RR, len(s.V4))
+		for i, ip := range s.V4 {
+			rrs[i] = &dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+		}
+		return rrs
+	case dns.TypeAAAA:
+		if len(s.V6) == 0 {
+			return nil
+		}
+		rrs := make([]dns.RR, len(s.V6))
+		for i, ip := range s.V6 {
+			rrs[i] = &dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+		}
+		return rrs
+	}
+	return nil
+}

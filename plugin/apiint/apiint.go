@@ -1,0 +1,83 @@
+// Package apiint implements the apiint plugin: api-int.<cluster domain> and
+// api.<cluster domain> answer with the API VIPs.
+package apiint
+
+import (
+	"context"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/coredns/coredns/request"
+
+	"github.com/infradns/infradns/internal/authority"
+	"github.com/infradns/infradns/internal/directive"
+	"github.com/infradns/infradns/internal/records"
+
+	"github.com/miekg/dns"
+)
+
+// APIInt is the apiint handler.
+type APIInt struct {
+	Next  plugin.Handler
+	Zones []string
+	Fall  fall.F
+
+	apiInt records.Set // api-int.<zone>: the internal API VIPs
+	api    records.Set // api.<zone>: the same unless an external LB is named
+	ttl    uint32
+
+	names map[string]*records.Set // lower-case FQDN → addresses, built once by build
+	authority.Authority
+}
+
+// New returns an APIInt with the defaults.
+func New() *APIInt { return &APIInt{ttl: directive.DefaultTTL} }
+
+// build prepares the name index and the authority once the options are known.
+func (a *APIInt) build() {
+	a.names = make(map[string]*records.Set, 2*len(a.Zones))
+	for _, z := range a.Zones {
+		a.names["api-int."+z] = &a.apiInt
+		a.names["api."+z] = &a.api
+	}
+	a.Authority = authority.New(a.Zones, a.ttl, a.Fall)
+}
+
+// ServeDNS implements the plugin.Handler interface.
+func (a *APIInt) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	state := request.Request{W: w, Req: r}
+	qname := state.Name()
+	zone := plugin.Zones(a.Zones).Matches(qname)
+	if zone == "" {
+		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
+	}
+	if set, ok := a.names[qname]; ok {
+		rc, res := a.Write(w, r, zone, set.RRs(state.QName(), state.QType(), a.ttl))
+		count(ctx, res)
+		return rc, nil
+	}
+	if ok, res := a.Own(w, r, state, zone); ok {
+		count(ctx, res)
+		return dns.RcodeSuccess, nil
+	}
+	rc, res, err := a.Miss(ctx, w, r, state, zone, a.Name(), a.Next)
+	count(ctx, res)
+	return rc, err
+}
+
+func count(ctx context.Context, res authority.Result) {
+	requestCount.WithLabelValues(metrics.WithServer(ctx), string(res)).Inc()
+}
+
+// Name implements the plugin.Handler interface.
+func (a *APIInt) Name() string { return pluginName }
+
+// Origins implements authority.Member.
+func (a *APIInt) Origins() []string { return a.Zones }
+
+// Fallthrough implements authority.Member.
+func (a *APIInt) Fallthrough() fall.F { return a.Fall }
+
+// RecordTTL implements authority.Member.
+func (a *APIInt) RecordTTL() uint32 { return a.ttl }
