@@ -1,0 +1,187 @@
+package main
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+
+	"github.com/miekg/dns"
+)
+
+// input is a Corefile held in memory.
+type input struct{ body string }
+
+func (i input) Body() []byte       { return []byte(i.body) }
+func (i input) Path() string       { return "Corefile" }
+func (i input) ServerType() string { return "dns" }
+
+// startServer runs a real CoreDNS instance built from this binary's plugins and
+// returns its UDP and TCP addresses.
+func startServer(t *testing.T, corefile string) (udp, tcp string) {
+	t.Helper()
+	inst, err := caddy.Start(input{corefile})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	srvs := inst.Servers()
+	if len(srvs) == 0 {
+		t.Fatal("No server started")
+	}
+	return srvs[0].LocalAddr().String(), srvs[0].Addr().String()
+}
+
+// upstream is a fake site DNS on loopback that answers every A query with
+// 198.51.100.53, so a test sees what reached forward.
+func upstream(t *testing.T) string {
+	t.Helper()
+	s := dnstest.NewServer(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		if r.Question[0].Qtype == dns.TypeA {
+			rr, _ := dns.NewRR(r.Question[0].Name + " 60 IN A 198.51.100.53")
+			m.Answer = []dns.RR{rr}
+		}
+		w.WriteMsg(m)
+	})
+	t.Cleanup(s.Close)
+	return s.Addr
+}
+
+func exchange(t *testing.T, net, addr, name string, qtype uint16, edns uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	if edns > 0 {
+		m.SetEdns0(edns, false)
+	}
+	c := &dns.Client{Net: net, Timeout: 3 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("Exchange %s %s over %s: %v", name, dns.TypeToString[qtype], net, err)
+	}
+	return r
+}
+
+func answers(r *dns.Msg) string {
+	var s []string
+	for _, rr := range r.Answer {
+		switch x := rr.(type) {
+		case *dns.A:
+			s = append(s, x.A.String())
+		case *dns.AAAA:
+			s = append(s, x.AAAA.String())
+		}
+	}
+	return strings.Join(s, " ")
+}
+
+func TestServerOneAuthority(t *testing.T) {
+	up := upstream(t)
+	for _, fallthroughOpt := range []bool{false, true} {
+		name := "no fallthrough"
+		opt := ""
+		if fallthroughOpt {
+			name, opt = "fallthrough on appswildcard", "fallthrough"
+		}
+		t.Run(name, func(t *testing.T) {
+			// appswildcard is written first: the order of execution is the directive
+			// list's, not the Corefile's.
+			udp, tcp := startServer(t, `.:0 {
+				appswildcard 192.0.2.10 2001:db8::10 {
+					zone ocp4.example.com
+					`+opt+`
+				}
+				apiint 192.0.2.5 2001:db8::5 {
+					zone ocp4.example.com
+				}
+				forward . `+up+`
+			}`)
+			tests := []struct {
+				name  string
+				qtype uint16
+				rcode int
+				want  string
+			}{
+				{"api-int.ocp4.example.com.", dns.TypeA, dns.RcodeSuccess, "192.0.2.5"},
+				{"api.ocp4.example.com.", dns.TypeAAAA, dns.RcodeSuccess, "2001:db8::5"},
+				{"x.y.apps.ocp4.example.com.", dns.TypeA, dns.RcodeSuccess, "192.0.2.10"},
+				{"apps.ocp4.example.com.", dns.TypeA, dns.RcodeSuccess, ""},
+				{"www.example.org.", dns.TypeA, dns.RcodeSuccess, "198.51.100.53"},
+			}
+			if fallthroughOpt {
+				tests = append(tests, struct {
+					name  string
+					qtype uint16
+					rcode int
+					want  string
+				}{"bootstrap.ocp4.example.com.", dns.TypeA, dns.RcodeSuccess, "198.51.100.53"})
+			} else {
+				tests = append(tests, struct {
+					name  string
+					qtype uint16
+					rcode int
+					want  string
+				}{"bootstrap.ocp4.example.com.", dns.TypeA, dns.RcodeNameError, ""})
+			}
+			for _, tc := range tests {
+				for _, transport := range []struct{ net, addr string }{{"udp", udp}, {"tcp", tcp}} {
+					r := exchange(t, transport.net, transport.addr, tc.name, tc.qtype, 0)
+					if r.Rcode != tc.rcode || answers(r) != tc.want {
+						t.Errorf("%s %s over %s: expected rcode %d answer %q, got rcode %d answer %q",
+							tc.name, dns.TypeToString[tc.qtype], transport.net, tc.rcode, tc.want, r.Rcode, answers(r))
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestServerEDNSAndTruncation(t *testing.T) {
+	// 40 API addresses do not fit a 512-byte UDP reply.
+	var addrs []string
+	for i := 1; i <= 40; i++ {
+		addrs = append(addrs, net.IPv4(192, 0, 2, byte(i)).String())
+	}
+	udp, tcp := startServer(t, "ocp4.example.com:0 {\n apiint "+strings.Join(addrs, " ")+"\n}")
+
+	r := exchange(t, "udp", udp, "api-int.ocp4.example.com.", dns.TypeA, 0)
+	if !r.Truncated {
+		t.Errorf("Expected TC on a 512-byte UDP reply with 40 records, got %d answers", len(r.Answer))
+	}
+	r = exchange(t, "tcp", tcp, "api-int.ocp4.example.com.", dns.TypeA, 0)
+	if r.Truncated || len(r.Answer) != 40 {
+		t.Errorf("Expected all 40 records over TCP, got %d (tc=%v)", len(r.Answer), r.Truncated)
+	}
+	r = exchange(t, "udp", udp, "api-int.ocp4.example.com.", dns.TypeA, 4096)
+	if r.Truncated || len(r.Answer) != 40 {
+		t.Errorf("Expected all 40 records with EDNS 4096, got %d (tc=%v)", len(r.Answer), r.Truncated)
+	}
+	if opt := r.IsEdns0(); opt == nil {
+		t.Error("Expected the reply to echo EDNS0")
+	}
+}
+
+func TestServerBadCorefile(t *testing.T) {
+	tests := []struct{ corefile, want string }{
+		{".:0 {\n apiint 192.0.2.5\n}", "Corefile:2 - Error during parsing: apiint in a root ('.') server block needs the 'zone DOMAIN' option"},
+		{"ocp4.example.com:0 {\n apiint 192.0.2.5 {\n  ttl 7200\n }\n}", "Corefile:3 - Error during parsing: ttl must be in range [0, 3600]: 7200"},
+		{"ocp4.example.com:0 {\n appswildcard 192.0.2.x\n}", `Corefile:2 - Error during parsing: invalid address "192.0.2.x"`},
+		{"ocp4.example.com:0 {\n appswildcard 192.0.2.10 {\n  colour blue\n }\n}", "Corefile:3 - Error during parsing: unknown property 'colour'"},
+	}
+	for _, tc := range tests {
+		inst, err := caddy.Start(input{tc.corefile})
+		if err == nil {
+			inst.Stop()
+			t.Errorf("Expected %q to fail", tc.corefile)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Expected error %q, got %q", tc.want, err)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package records
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+func TestParseSet(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    string // "v4 v6"
+		errText string
+	}{
+		{args: []string{"192.0.2.5", "2001:db8::5", "192.0.2.6"}, want: "[192.0.2.5 192.0.2.6] [2001:db8::5]"},
+		{args: []string{"::ffff:192.0.2.5"}, want: "[192.0.2.5] []"},
+		{args: []string{"2001:DB8::A"}, want: "[] [2001:db8::a]"},
+		{args: []string{"192.0.2.5", "::ffff:192.0.2.5"}, errText: "duplicate address"},
+		{args: []string{"192.0.2.256"}, errText: "invalid address"},
+		{args: []string{"fe80::1%eth0"}, errText: "zoned"},
+		{args: []string{"::"}, errText: "not a unicast"},
+		{args: []string{"224.0.0.251"}, errText: "not a unicast"},
+	}
+	for _, tc := range tests {
+		s, err := ParseSet(tc.args)
+		if tc.errText != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errText) {
+				t.Errorf("ParseSet(%v): expected error %q, got %v", tc.args, tc.errText, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseSet(%v): %v", tc.args, err)
+			continue
+		}
+		if got := fmt.Sprint(s.V4) + " " + fmt.Sprint(s.V6); got != tc.want {
+			t.Errorf("ParseSet(%v) = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestRRs(t *testing.T) {
+	s, err := ParseSet([]string{"192.0.2.5", "192.0.2.6", "2001:db8::5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		qtype uint16
+		want  []string
+	}{
+		{dns.TypeA, []string{"Api.example.com.\t7\tIN\tA\t192.0.2.5", "Api.example.com.\t7\tIN\tA\t192.0.2.6"}},
+		{dns.TypeAAAA, []string{"Api.example.com.\t7\tIN\tAAAA\t2001:db8::5"}},
+		{dns.TypeMX, nil},
+		{dns.TypeANY, nil},
+	}
+	for _, tc := range tests {
+		rrs := s.RRs("Api.example.com.", tc.qtype, 7)
+		var got []string
+		for _, rr := range rrs {
+			got = append(got, rr.String())
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("RRs(%s) = %q, want %q", dns.TypeToString[tc.qtype], got, tc.want)
+		}
+	}
+	if (Set{}).RRs("x.", dns.TypeA, 1) != nil || !(Set{}).Empty() {
+		t.Error("Expected an empty set to have no records")
+	}
+}
