@@ -36,6 +36,13 @@ func TestReadme(t *testing.T) {
 					t.Errorf("%s:%d: example fails to start: %v", readme, ex.line, err)
 					continue
 				}
+				// Shutdown callbacks stop the plugins' background work
+				// (mDNS sockets, Kubernetes watches) as a real shutdown does.
+				for _, e := range inst.ShutdownCallbacks() {
+					if e != nil {
+						t.Errorf("%s:%d: shutdown: %v", readme, ex.line, e)
+					}
+				}
 				inst.Stop()
 			}
 		})

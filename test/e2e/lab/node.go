@@ -1,0 +1,182 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Node is one namespace on the lab bridge: a cluster node, or a client when
+// Client is set.
+type Node struct {
+	Name   string           // node name, also the hostname of its processes
+	NS     string           // network namespace name
+	Index  int              // position among the cluster nodes (0 for clients)
+	Host   int              // host part of its addresses
+	Client bool             // not a cluster node
+	IPv4   netip.Addr       // address on eth0, /24
+	IPv6   netip.Addr       // address on eth0, /64
+	MAC    net.HardwareAddr // fixed MAC of eth0
+
+	port string // its veth in the switch namespace
+	lab  *Lab
+}
+
+// Lab returns the lab the node belongs to.
+func (n *Node) Lab() *Lab { return n.lab }
+
+// Prefix4 is the node's IPv4 address with its prefix length.
+func (n *Node) Prefix4() netip.Prefix { return netip.PrefixFrom(n.IPv4, 24) }
+
+// Prefix6 is the node's IPv6 address with its prefix length.
+func (n *Node) Prefix6() netip.Prefix { return netip.PrefixFrom(n.IPv6, 64) }
+
+// Result is what a one-shot command printed and how it ended.
+type Result struct {
+	Stdout, Stderr string
+	ExitCode       int // -1 when it did not exit normally (killed, timed out, not started)
+	Duration       time.Duration
+}
+
+// Run runs argv inside the node's namespace and waits for it, bounded by ctx
+// (give it a deadline). The error is non-nil when the command could not start,
+// was stopped by ctx, or exited non-zero; Result is filled in every case.
+func (n *Node) Run(ctx context.Context, argv ...string) (Result, error) {
+	if len(argv) == 0 {
+		return Result{ExitCode: -1}, errors.New("lab: run: empty command")
+	}
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.NS}, argv...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Own process group so a timeout kills what the command started too; and
+	// killed with the test binary, whatever happens to it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	start := time.Now()
+	err := cmd.Run()
+	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: -1, Duration: time.Since(start)}
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return res, fmt.Errorf("lab: %s on %s: %w: %s", strings.Join(argv, " "), n.Name, err, strings.TrimSpace(res.Stderr))
+	}
+	return res, nil
+}
+
+// Dig runs dig in the node with a bounded wait (+time=2 +tries=1) and args.
+func (n *Node) Dig(ctx context.Context, args ...string) (Result, error) {
+	return n.Run(ctx, append([]string{"dig", "+time=2", "+tries=1"}, args...)...)
+}
+
+// HTTPGet fetches url with curl from inside the node and returns the body; a
+// status of 400 or more is an error.
+func (n *Node) HTTPGet(ctx context.Context, url string) (string, error) {
+	res, err := n.Run(ctx, "curl", "-fsS", "-g", "-m", "2", url)
+	return res.Stdout, err
+}
+
+// LinkDown sets the node's eth0 down (the node turns its NIC off).
+func (n *Node) LinkDown() error { return ipCmd("-n", n.NS, "link", "set", Iface, "down") }
+
+// LinkUp sets the node's eth0 up again.
+func (n *Node) LinkUp() error { return ipCmd("-n", n.NS, "link", "set", Iface, "up") }
+
+// Unplug sets the switch side of the node's cable down: the node's eth0 stays
+// administratively up but loses carrier, as when a cable or switch port fails.
+func (n *Node) Unplug() error { return ipCmd("-n", n.lab.sw, "link", "set", n.port, "down") }
+
+// Plug undoes Unplug.
+func (n *Node) Plug() error { return ipCmd("-n", n.lab.sw, "link", "set", n.port, "up") }
+
+// AddAddr adds an address to eth0 (IPv6 without DAD).
+func (n *Node) AddAddr(p netip.Prefix) error {
+	args := []string{"-n", n.NS, "addr", "add", p.String(), "dev", Iface}
+	if p.Addr().Is6() {
+		args = append(args, "nodad")
+	}
+	return ipCmd(args...)
+}
+
+// DelAddr removes an address from eth0.
+func (n *Node) DelAddr(p netip.Prefix) error {
+	return ipCmd("-n", n.NS, "addr", "del", p.String(), "dev", Iface)
+}
+
+// ReplaceAddr swaps old for new on eth0 (an address change on a running node)
+// and updates IPv4/IPv6 when old was the node's address. new is added first, so
+// the node is never without an address of that family.
+func (n *Node) ReplaceAddr(old, new netip.Prefix) error {
+	if err := n.AddAddr(new); err != nil {
+		return err
+	}
+	if err := n.DelAddr(old); err != nil {
+		return err
+	}
+	n.lab.mu.Lock()
+	defer n.lab.mu.Unlock()
+	switch old.Addr() {
+	case n.IPv4:
+		n.IPv4 = new.Addr()
+	case n.IPv6:
+		n.IPv6 = new.Addr()
+	}
+	return nil
+}
+
+// Addrs lists eth0's global addresses.
+func (n *Node) Addrs() ([]netip.Prefix, error) {
+	out, err := exec.Command("ip", "-n", n.NS, "-j", "addr", "show", "dev", Iface, "scope", "global").Output()
+	if err != nil {
+		return nil, fmt.Errorf("lab: ip addr show in %s: %w", n.NS, err)
+	}
+	var links []struct {
+		AddrInfo []struct {
+			Local     string `json:"local"`
+			PrefixLen int    `json:"prefixlen"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		return nil, fmt.Errorf("lab: parse ip -j addr: %w", err)
+	}
+	var ps []netip.Prefix
+	for _, l := range links {
+		for _, a := range l.AddrInfo {
+			if a.Local == "" {
+				continue // ip -j prints {} for addresses the filter dropped
+			}
+			ip, err := netip.ParseAddr(a.Local)
+			if err != nil {
+				return nil, fmt.Errorf("lab: ip -j addr: %w", err)
+			}
+			ps = append(ps, netip.PrefixFrom(ip, a.PrefixLen))
+		}
+	}
+	return ps, nil
+}
+
+// HasAddr reports whether a is on eth0 (a VIP holder check).
+func (n *Node) HasAddr(a netip.Addr) (bool, error) {
+	ps, err := n.Addrs()
+	if err != nil {
+		return false, err
+	}
+	for _, p := range ps {
+		if p.Addr() == a {
+			return true, nil
+		}
+	}
+	return false, nil
+}
