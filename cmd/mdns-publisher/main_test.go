@@ -1,0 +1,131 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/infradns/infradns/internal/mdns"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+)
+
+// openshiftConfig is the file OpenShift's machine-config-operator rendered for
+// its mdns-publisher, in YAML.
+const openshiftConfig = `bind_address: 198.51.100.11
+collision_avoidance: hostname
+services:
+  - name: ocp4 Workstation
+    host_name: master-0.local.
+    type: _workstation._tcp
+    domain: local.
+    port: 42424
+    ttl: 3200
+`
+
+func write(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigFile(t *testing.T) {
+	file, err := loadConfig(write(t, "config.yaml", openshiftConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := merge(file, options{hostname: "master-0.example.com", collision: mdns.CollisionInaction, ttl: mdns.HostTTL}, map[string]bool{})
+	cfg, err := o.responderConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Bind.String() != "198.51.100.11" || cfg.Host != "master-0" || cfg.Collision != mdns.CollisionHostname || cfg.HostTTL != mdns.HostTTL {
+		t.Errorf("Config %+v", cfg)
+	}
+	want := mdns.Service{Instance: "ocp4 Workstation", Type: "_workstation._tcp", Domain: "local.", Host: "master-0.local.", Port: 42424, TTL: 3200}
+	if len(cfg.Services) != 1 || cfg.Services[0] != want {
+		t.Errorf("Services %+v, want %+v", cfg.Services, want)
+	}
+	r, err := mdns.NewResponder(cfg)
+	if err != nil || r == nil {
+		t.Fatalf("NewResponder: %v", err)
+	}
+}
+
+func TestFlagsWin(t *testing.T) {
+	file := fileConfig{BindAddress: "198.51.100.11", Cluster: "a", CollisionAvoidance: "hostname"}
+	o := merge(file, options{cluster: "b", iface: "eth0", collision: "inaction", ttl: 60}, map[string]bool{"cluster": true, "interface": true, "ttl": true})
+	if o.cluster != "b" || o.iface != "eth0" || o.bind != "198.51.100.11" || o.collision != "hostname" || o.ttl != 60 {
+		t.Errorf("Merged %+v", o)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"unknown key", "bind_adress: 198.51.100.1\n", "bind_adress"},
+		{"bad address", "bind_address: nope\n", "bind address"},
+		{"no interface", "cluster: x\n", "required"},
+		{"bad collision", "bind_address: 198.51.100.1\ncollision_avoidance: rename\n", "collision"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := func() error {
+				file, err := loadConfig(write(t, "c.yaml", tc.body))
+				if err != nil {
+					return err
+				}
+				cfg, err := merge(file, options{hostname: "n1", ttl: 120}, nil).responderConfig()
+				if err != nil {
+					return err
+				}
+				_, err = mdns.NewResponder(cfg)
+				return err
+			}()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestKeyFile(t *testing.T) {
+	o := options{hostname: "n1", iface: "eth0", ttl: 120, keyFile: write(t, "key", "short\n")}
+	if _, err := o.responderConfig(); err == nil {
+		t.Error("A 5-byte key is accepted")
+	}
+	o.keyFile = write(t, "key", "0123456789abcdef0123\n")
+	cfg, err := o.responderConfig()
+	if err != nil || string(cfg.Key) != "0123456789abcdef0123" {
+		t.Errorf("Key %q, %v", cfg.Key, err)
+	}
+}
+
+func TestRunFlagErrors(t *testing.T) {
+	for _, args := range [][]string{{"--ttl", "0"}, {"extra"}, {"--hostname", "n1"}, {"--no-such-flag"}} {
+		if err := run(args); err == nil {
+			t.Errorf("run(%v) = nil, want an error", args)
+		}
+	}
+}
+
+func TestMetricNaming(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	newMetrics(reg)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("Metric %s: %s", p.Metric, p.Text)
+	}
+}

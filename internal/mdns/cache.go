@@ -1,0 +1,706 @@
+package mdns
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/infradns/infradns/internal/records"
+
+	"github.com/miekg/dns"
+)
+
+// Filter says which announcements a resolver keeps.
+type Filter struct {
+	// Cluster, when set, keeps only instances whose TXT "cluster" is exactly
+	// this, or, without that key, whose instance label's first word is this
+	// (OpenShift's "<cluster> Workstation-<host>").
+	Cluster string
+	// Service is the service type name browsed, "_workstation._tcp.local.".
+	Service string
+	// Reserved host labels are never cached.
+	Reserved []string
+}
+
+// Domain returns the mDNS domain of the browsed service ("local.").
+func (f Filter) Domain() string {
+	s := f.Service
+	for range 2 { // skip "_service." and "_proto."
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
+
+// Reasons an announcement is rejected; they are metric label values.
+const (
+	ReasonName      = "name"      // host name is not a single valid label in the domain
+	ReasonReserved  = "reserved"  // host label owned by another plugin
+	ReasonCluster   = "cluster"   // another cluster's instance
+	ReasonConflict  = "conflict"  // a second claimant for a live name
+	ReasonUnsigned  = "unsigned"  // key configured, no signature
+	ReasonSignature = "signature" // bad or malformed signature
+	ReasonStale     = "stale"     // timestamp outside the window
+	ReasonReplay    = "replay"    // nonce or timestamp already seen
+	ReasonFull      = "full"      // cache limit reached
+)
+
+// Reasons lists every rejection reason, for metrics initialisation.
+var Reasons = []string{ReasonName, ReasonReserved, ReasonCluster, ReasonConflict, ReasonUnsigned, ReasonSignature, ReasonStale, ReasonReplay, ReasonFull}
+
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, ErrUnsigned):
+		return ReasonUnsigned
+	case errors.Is(err, ErrStale):
+		return ReasonStale
+	case errors.Is(err, ErrReplay):
+		return ReasonReplay
+	}
+	return ReasonSignature
+}
+
+// MaxEntries bounds the cache (hosts and instances each): a flood of names
+// cannot grow a resolver's memory without bound.
+const MaxEntries = 8192
+
+// refreshAt are the fractions of a record's TTL at which a resolver asks
+// again before it expires (RFC 6762 5.2), each plus up to 2 % jitter.
+var refreshAt = [...]float64{0.80, 0.85, 0.90, 0.95}
+
+type rec struct {
+	recv   time.Time
+	exp    time.Time
+	ttl    uint32
+	bye    bool // in its goodbye grace second: kept for rescue, not served
+	stage  int  // next refreshAt index
+	jitter float64
+}
+
+func (r *rec) live(now time.Time) bool { return now.Before(r.exp) }
+
+func (r *rec) served(now time.Time) bool { return !r.bye && r.live(now) }
+
+type instance struct {
+	label   string // unescaped instance label
+	target  string // SRV target, lower case
+	hasSRV  bool
+	srv     rec
+	txt     rec
+	hasTXT  bool
+	cluster string // TXT cluster value
+	sources map[netip.Addr]bool
+}
+
+type host struct {
+	addrs   map[netip.Addr]*rec
+	sources map[netip.Addr]bool
+}
+
+// Result is what one received message did to the cache.
+type Result struct {
+	Accepted int
+	Rejected map[string]int
+	Changed  bool
+	// Query are questions the resolver should ask now: the addresses of a
+	// host it has an instance for but no address, an instance seen by PTR only.
+	Query []dns.Question
+}
+
+func (r *Result) reject(reason string) {
+	if r.Rejected == nil {
+		r.Rejected = map[string]int{}
+	}
+	r.Rejected[reason]++
+}
+
+// Cache is a resolver's memory of the announcements it heard. It is not safe
+// for concurrent use: one goroutine feeds it and publishes Index snapshots.
+type Cache struct {
+	filter    Filter
+	verifier  *Verifier
+	rand      func() float64
+	instances map[string]*instance // lower-case instance name
+	hosts     map[string]*host     // lower-case host name
+}
+
+// NewCache returns an empty cache; verifier nil accepts unsigned announcements.
+func NewCache(f Filter, v *Verifier) *Cache {
+	f.Service = lower(dns.Fqdn(f.Service))
+	return &Cache{filter: f, verifier: v, rand: rand.Float64, instances: map[string]*instance{}, hosts: map[string]*host{}}
+}
+
+// packet is one message's records of interest, grouped by owner.
+type packet struct {
+	ptr   map[string]uint32 // instance → TTL
+	srv   map[string]*dns.SRV
+	txt   map[string]*dns.TXT
+	addrs map[string][]dns.RR
+	order []string // instance names in first-seen order, for determinism
+}
+
+func (c *Cache) split(m *dns.Msg) packet {
+	p := packet{ptr: map[string]uint32{}, srv: map[string]*dns.SRV{}, txt: map[string]*dns.TXT{}, addrs: map[string][]dns.RR{}}
+	suffix := "." + c.filter.Service
+	see := func(name string) {
+		if !slices.Contains(p.order, name) {
+			p.order = append(p.order, name)
+		}
+	}
+	for _, section := range [][]dns.RR{m.Answer, m.Extra} {
+		for _, rr := range section {
+			h := rr.Header()
+			if h.Class&^classFlush != dns.ClassINET {
+				continue
+			}
+			name := lower(h.Name)
+			switch rr := rr.(type) {
+			case *dns.PTR:
+				if name == c.filter.Service && strings.HasSuffix(lower(rr.Ptr), suffix) {
+					p.ptr[lower(rr.Ptr)] = h.Ttl
+					see(lower(rr.Ptr))
+				}
+			case *dns.SRV:
+				if strings.HasSuffix(name, suffix) {
+					p.srv[name] = rr
+					see(name)
+				}
+			case *dns.TXT:
+				if strings.HasSuffix(name, suffix) {
+					p.txt[name] = rr
+					see(name)
+				}
+			case *dns.A, *dns.AAAA:
+				if _, ok := addrOf(rr); ok {
+					p.addrs[name] = append(p.addrs[name], rr)
+				}
+			}
+		}
+	}
+	return p
+}
+
+// clusterOf decides whether an instance belongs to the filter's cluster from
+// its TXT fields (nil when unknown) and its label.
+func (c *Cache) clusterOK(label string, fields map[string]string) bool {
+	if c.filter.Cluster == "" {
+		return true
+	}
+	if fields != nil {
+		if v, ok := fields[txtCluster]; ok {
+			return v == c.filter.Cluster
+		}
+	}
+	first, _, _ := strings.Cut(label, " ")
+	return first == c.filter.Cluster
+}
+
+// hostOK checks an SRV target: one valid label in the browsed domain, not reserved.
+func (c *Cache) hostOK(target string) (string, string) {
+	l, ok := HostLabel(target, c.filter.Domain())
+	if !ok {
+		return "", ReasonName
+	}
+	if slices.Contains(c.filter.Reserved, l) {
+		return "", ReasonReserved
+	}
+	return l, ""
+}
+
+// Process applies a received mDNS response from src to the cache. The caller
+// has checked that it is a response from port 5353 (RFC 6762 6).
+func (c *Cache) Process(now time.Time, src netip.Addr, m *dns.Msg) Result {
+	var res Result
+	if m == nil || !m.Response {
+		return res
+	}
+	src = src.Unmap().WithZone("")
+	p := c.split(m)
+	if c.verifier != nil {
+		c.processSigned(now, src, p, &res)
+	} else {
+		c.processUnsigned(now, src, p, &res)
+	}
+	for inst, ttl := range p.ptr {
+		if ttl == 0 {
+			if in := c.instances[inst]; in != nil && in.hasSRV && (c.verifier == nil && in.sources[src]) {
+				in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
+				res.Changed = true
+			}
+			continue
+		}
+		if _, inPacket := p.srv[inst]; !inPacket && c.instances[inst] == nil {
+			res.Query = append(res.Query, dns.Question{Name: inst, Qtype: dns.TypeSRV, Qclass: dns.ClassINET}, dns.Question{Name: inst, Qtype: dns.TypeTXT, Qclass: dns.ClassINET})
+		}
+	}
+	return res
+}
+
+func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Result) {
+	excluded := map[string]bool{}
+	for _, name := range p.order {
+		t := p.txt[name]
+		if t == nil {
+			continue
+		}
+		label, _ := splitFirst(name)
+		fields := TXTFields(t.Txt)
+		if !c.clusterOK(label, fields) {
+			excluded[name] = true
+			res.reject(ReasonCluster)
+			continue
+		}
+		in := c.instances[name]
+		if in == nil {
+			if len(c.instances) >= MaxEntries {
+				res.reject(ReasonFull)
+				excluded[name] = true
+				continue
+			}
+			in = &instance{label: label, sources: map[netip.Addr]bool{}}
+			c.instances[name] = in
+		}
+		in.hasTXT = true
+		in.cluster = fields[txtCluster]
+		c.refresh(&in.txt, now, t.Hdr.Ttl)
+		res.Changed = true
+	}
+	for _, name := range p.order {
+		s := p.srv[name]
+		if s == nil || excluded[name] {
+			continue
+		}
+		label, _ := splitFirst(name)
+		in := c.instances[name]
+		var fields map[string]string
+		if in != nil && in.hasTXT && in.txt.live(now) {
+			fields = map[string]string{txtCluster: in.cluster}
+			if in.cluster == "" {
+				fields = map[string]string{}
+			}
+		}
+		if !c.clusterOK(label, fields) {
+			res.reject(ReasonCluster)
+			continue
+		}
+		target := lower(s.Target)
+		if _, why := c.hostOK(target); why != "" {
+			res.reject(why)
+			continue
+		}
+		if in != nil && in.hasSRV && in.srv.served(now) && (in.target != target || s.Hdr.Ttl == 0) && !in.sources[src] {
+			res.reject(ReasonConflict)
+			continue
+		}
+		if in == nil {
+			if len(c.instances) >= MaxEntries {
+				res.reject(ReasonFull)
+				continue
+			}
+			in = &instance{label: label, sources: map[netip.Addr]bool{}}
+			c.instances[name] = in
+		}
+		if s.Hdr.Ttl == 0 {
+			if in.hasSRV {
+				in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
+			}
+		} else {
+			if !in.hasSRV || !in.srv.served(now) {
+				clear(in.sources) // a new claim: its sender is the owner now
+			}
+			in.sources[src] = true
+			in.hasSRV, in.target = true, target
+			c.refresh(&in.srv, now, s.Hdr.Ttl)
+		}
+		res.Accepted++
+		res.Changed = true
+		if h := c.hosts[target]; (h == nil || !h.anyServed(now)) && s.Hdr.Ttl > 0 && len(p.addrs[target]) == 0 {
+			res.Query = append(res.Query, dns.Question{Name: target, Qtype: dns.TypeA, Qclass: dns.ClassINET}, dns.Question{Name: target, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET})
+		}
+	}
+	hostNames := make([]string, 0, len(p.addrs))
+	for h := range p.addrs {
+		hostNames = append(hostNames, h)
+	}
+	slices.Sort(hostNames)
+	for _, name := range hostNames {
+		if !c.referenced(name, now) {
+			continue // not a node of ours: never cached
+		}
+		h := c.hosts[name]
+		if h != nil && h.anyServed(now) && !h.sources[src] && !h.holds(src, now) && !h.same(p.addrs[name], now) {
+			res.reject(ReasonConflict)
+			continue
+		}
+		if h == nil {
+			if len(c.hosts) >= MaxEntries {
+				res.reject(ReasonFull)
+				continue
+			}
+			h = &host{addrs: map[netip.Addr]*rec{}, sources: map[netip.Addr]bool{}}
+			c.hosts[name] = h
+		}
+		flush := map[bool]bool{} // family (is4) → flush bit seen
+		inPacket := map[netip.Addr]bool{}
+		for _, rr := range p.addrs[name] {
+			a, _ := addrOf(rr)
+			inPacket[a] = true
+			if rr.Header().Class&classFlush != 0 {
+				flush[a.Is4()] = true
+			}
+			r := h.addrs[a]
+			if rr.Header().Ttl == 0 {
+				if r != nil {
+					r.bye, r.exp = true, minTime(r.exp, now.Add(GoodbyeGrace))
+				}
+				continue
+			}
+			if r == nil {
+				r = &rec{}
+				h.addrs[a] = r
+			}
+			c.refresh(r, now, rr.Header().Ttl)
+		}
+		// Cache flush (RFC 6762 10.2): older records of the same name and type
+		// go one second after the first flushing record, so a multi-packet
+		// announcement does not flush its own first packet.
+		for a, r := range h.addrs {
+			if flush[a.Is4()] && !inPacket[a] && r.recv.Before(now.Add(-GoodbyeGrace)) {
+				r.exp = minTime(r.exp, now.Add(GoodbyeGrace))
+			}
+		}
+		h.sources[src] = true
+		res.Accepted++
+		res.Changed = true
+	}
+}
+
+// processSigned accepts only complete, signed announcements: an instance's
+// SRV and TXT with the signature over its host's addresses in the same packet.
+func (c *Cache) processSigned(now time.Time, _ netip.Addr, p packet, res *Result) {
+	covered := map[string]bool{}
+	for _, name := range p.order {
+		s, t := p.srv[name], p.txt[name]
+		if s == nil && t == nil {
+			continue
+		}
+		if s == nil || t == nil {
+			res.reject(ReasonUnsigned)
+			continue
+		}
+		label, _ := splitFirst(name)
+		fields := TXTFields(t.Txt)
+		if !c.clusterOK(label, fields) {
+			res.reject(ReasonCluster)
+			continue
+		}
+		if _, ok := fields[txtCluster]; c.filter.Cluster != "" && !ok {
+			res.reject(ReasonCluster)
+			continue
+		}
+		target := lower(s.Target)
+		if _, why := c.hostOK(target); why != "" {
+			res.reject(why)
+			continue
+		}
+		bye := s.Hdr.Ttl == 0
+		var addrs []netip.Addr
+		var addrTTL uint32
+		for _, rr := range p.addrs[target] {
+			a, _ := addrOf(rr)
+			addrs = append(addrs, a)
+			addrTTL = rr.Header().Ttl
+			bye = bye && rr.Header().Ttl == 0
+		}
+		signed := Signed{Cluster: fields[txtCluster], Host: target, Addrs: addrs, Goodbye: bye}
+		if err := c.verifier.Check(now, signed, fields); err != nil {
+			res.reject(reasonOf(err))
+			continue
+		}
+		covered[target] = true
+		in := c.instances[name]
+		h := c.hosts[target]
+		if (in == nil && len(c.instances) >= MaxEntries) || (h == nil && len(c.hosts) >= MaxEntries) {
+			res.reject(ReasonFull)
+			continue
+		}
+		if in == nil {
+			in = &instance{label: label, sources: map[netip.Addr]bool{}}
+			c.instances[name] = in
+		}
+		if h == nil {
+			h = &host{addrs: map[netip.Addr]*rec{}, sources: map[netip.Addr]bool{}}
+			c.hosts[target] = h
+		}
+		res.Accepted++
+		res.Changed = true
+		if bye {
+			in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
+			for _, r := range h.addrs {
+				r.bye, r.exp = true, minTime(r.exp, now.Add(GoodbyeGrace))
+			}
+			continue
+		}
+		in.hasSRV, in.hasTXT, in.target, in.cluster = true, true, target, fields[txtCluster]
+		c.refresh(&in.srv, now, s.Hdr.Ttl)
+		c.refresh(&in.txt, now, t.Hdr.Ttl)
+		// The signature vouches for the complete address set: replace at once.
+		for a := range h.addrs {
+			if !slices.Contains(addrs, a) {
+				delete(h.addrs, a)
+			}
+		}
+		for _, a := range addrs {
+			r := h.addrs[a]
+			if r == nil {
+				r = &rec{}
+				h.addrs[a] = r
+			}
+			c.refresh(r, now, addrTTL)
+		}
+	}
+	for name := range p.addrs {
+		if !covered[name] && c.referenced(name, now) {
+			res.reject(ReasonUnsigned)
+		}
+	}
+}
+
+func (c *Cache) refresh(r *rec, now time.Time, ttl uint32) {
+	*r = rec{recv: now, exp: now.Add(time.Duration(ttl) * time.Second), ttl: ttl, jitter: c.rand() * 0.02}
+}
+
+// referenced reports whether a live instance of ours (even one saying
+// goodbye, whose host's goodbyes must apply too) points at host.
+func (c *Cache) referenced(host string, now time.Time) bool {
+	for _, in := range c.instances {
+		if in.hasSRV && in.target == host && in.srv.live(now) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *host) anyServed(now time.Time) bool {
+	for _, r := range h.addrs {
+		if r.served(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// same reports whether rrs repeat exactly the addresses served for h: the
+// same data from another sender (a host's other family, whose IPv6 source is
+// link-local) is no conflict (RFC 6762 9).
+func (h *host) same(rrs []dns.RR, now time.Time) bool {
+	n := 0
+	for _, rr := range rrs {
+		a, _ := addrOf(rr)
+		if rr.Header().Ttl == 0 || !h.holds(a, now) {
+			return false
+		}
+		n++
+	}
+	served := 0
+	for _, r := range h.addrs {
+		if r.served(now) {
+			served++
+		}
+	}
+	return n == served
+}
+
+func (h *host) holds(a netip.Addr, now time.Time) bool {
+	r := h.addrs[a]
+	return r != nil && r.served(now)
+}
+
+// Expire drops what has expired and reports whether anything was dropped.
+func (c *Cache) Expire(now time.Time) bool {
+	changed := false
+	for name, in := range c.instances {
+		if in.hasSRV && !in.srv.live(now) {
+			in.hasSRV, changed = false, true
+		}
+		if in.hasTXT && !in.txt.live(now) {
+			in.hasTXT, changed = false, true
+		}
+		if !in.hasSRV && !in.hasTXT {
+			delete(c.instances, name)
+		}
+	}
+	for name, h := range c.hosts {
+		for a, r := range h.addrs {
+			if !r.live(now) {
+				delete(h.addrs, a)
+				changed = true
+			}
+		}
+		if len(h.addrs) == 0 {
+			delete(c.hosts, name)
+		}
+	}
+	return changed
+}
+
+// Next returns when the cache next needs attention (an expiry or a refresh
+// query), or the zero time when it is empty.
+func (c *Cache) Next() time.Time {
+	var next time.Time
+	see := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	visit := func(r *rec) {
+		see(r.exp)
+		if !r.bye && r.stage < len(refreshAt) {
+			see(r.refreshTime())
+		}
+	}
+	for _, in := range c.instances {
+		if in.hasSRV {
+			visit(&in.srv)
+		}
+		if in.hasTXT {
+			see(in.txt.exp)
+		}
+	}
+	for _, h := range c.hosts {
+		for _, r := range h.addrs {
+			visit(r)
+		}
+	}
+	return next
+}
+
+func (r *rec) refreshTime() time.Time {
+	f := refreshAt[r.stage] + r.jitter
+	return r.recv.Add(time.Duration(f * float64(time.Duration(r.ttl)*time.Second)))
+}
+
+// Due returns the refresh questions due at now (RFC 6762 5.2) and advances
+// each record past the refresh points it has reached.
+func (c *Cache) Due(now time.Time) []dns.Question {
+	var qs []dns.Question
+	add := func(q dns.Question) {
+		if !slices.Contains(qs, q) {
+			qs = append(qs, q)
+		}
+	}
+	due := func(r *rec) bool {
+		hit := false
+		for !r.bye && r.stage < len(refreshAt) && !now.Before(r.refreshTime()) {
+			r.stage++
+			hit = true
+		}
+		return hit
+	}
+	for name, in := range c.instances {
+		if in.hasSRV && due(&in.srv) {
+			add(dns.Question{Name: name, Qtype: dns.TypeSRV, Qclass: dns.ClassINET})
+		}
+	}
+	for name, h := range c.hosts {
+		for a, r := range h.addrs {
+			if due(r) {
+				t := dns.TypeAAAA
+				if a.Is4() {
+					t = dns.TypeA
+				}
+				add(dns.Question{Name: name, Qtype: t, Qclass: dns.ClassINET})
+			}
+		}
+	}
+	slices.SortFunc(qs, func(a, b dns.Question) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return int(a.Qtype) - int(b.Qtype)
+	})
+	return qs
+}
+
+// Index is an immutable snapshot of the nodes a resolver serves: host label
+// (lower case) → addresses. Readers share it without locks.
+type Index struct {
+	Nodes map[string]records.Set
+}
+
+// Len returns the number of nodes.
+func (ix *Index) Len() int {
+	if ix == nil {
+		return 0
+	}
+	return len(ix.Nodes)
+}
+
+// Lookup returns the addresses of a node label.
+func (ix *Index) Lookup(label string) (records.Set, bool) {
+	if ix == nil {
+		return records.Set{}, false
+	}
+	s, ok := ix.Nodes[label]
+	return s, ok
+}
+
+// Index builds the snapshot of what is served at now: hosts that a live,
+// accepted instance points at and that have live addresses not saying goodbye.
+func (c *Cache) Index(now time.Time) *Index {
+	ix := &Index{Nodes: map[string]records.Set{}}
+	for _, in := range c.instances {
+		if !in.hasSRV || !in.srv.served(now) {
+			continue
+		}
+		l, why := c.hostOK(in.target)
+		if why != "" {
+			continue
+		}
+		if _, done := ix.Nodes[l]; done {
+			continue
+		}
+		h := c.hosts[in.target]
+		if h == nil {
+			continue
+		}
+		var v4, v6 []netip.Addr
+		for a, r := range h.addrs {
+			if !r.served(now) {
+				continue
+			}
+			if a.Is4() {
+				v4 = append(v4, a)
+			} else {
+				v6 = append(v6, a)
+			}
+		}
+		if len(v4)+len(v6) == 0 {
+			continue
+		}
+		slices.SortFunc(v4, netip.Addr.Compare)
+		slices.SortFunc(v6, netip.Addr.Compare)
+		ix.Nodes[l] = records.Set{V4: toIPs(v4), V6: toIPs(v6)}
+	}
+	return ix
+}
+
+func toIPs(as []netip.Addr) []net.IP {
+	out := make([]net.IP, len(as))
+	for i, a := range as {
+		out[i] = a.AsSlice()
+	}
+	return out
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,100 @@
+package mdns
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestAnnouncer(t *testing.T) {
+	a := NewAnnouncer(t0, 50*time.Millisecond)
+	var got []string
+	now := t0
+	for i := 0; i < 20 && !a.Next().IsZero(); i++ {
+		now = a.Next()
+		switch a.Step(now) {
+		case SendProbe:
+			got = append(got, "probe@"+now.Sub(t0).String())
+		case SendAnnouncement:
+			got = append(got, "announce@"+now.Sub(t0).String())
+		}
+	}
+	want := []string{"probe@50ms", "probe@300ms", "probe@550ms", "announce@800ms", "announce@1.8s"}
+	if len(got) != len(want) {
+		t.Fatalf("Schedule %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Schedule %v, want %v", got, want)
+		}
+	}
+	if a.Phase() != Announced {
+		t.Errorf("Phase %v, want Announced", a.Phase())
+	}
+	if a.Step(now.Add(time.Hour)) != None {
+		t.Error("Step after the last announcement sends something")
+	}
+	a.Reannounce(now)
+	if a.Step(now) != SendAnnouncement || a.Phase() != Announcing {
+		t.Error("Reannounce does not announce at once")
+	}
+	a.Reprobe(now, ProbeDeferral)
+	if a.Step(now) != None || a.Step(now.Add(ProbeDeferral)) != SendProbe {
+		t.Error("Reprobe does not wait a second then probe")
+	}
+	if early := NewAnnouncer(t0, time.Second); early.Step(t0) != None {
+		t.Error("Step before the delay sends something")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := NewBackoff(t0, 20*time.Millisecond)
+	if b.Step(t0) {
+		t.Error("Query before the initial delay")
+	}
+	var gaps []time.Duration
+	now := t0
+	for range 16 {
+		now = b.Next()
+		if !b.Step(now) {
+			t.Fatal("Not due at Next")
+		}
+		gaps = append(gaps, b.Next().Sub(now))
+	}
+	if gaps[0] != time.Second || gaps[1] != 2*time.Second || gaps[2] != 4*time.Second || gaps[15] != time.Hour {
+		t.Errorf("Intervals %v: want 1 s, 2 s, 4 s ... capped at 1 h", gaps)
+	}
+	b.Reset(now)
+	if !b.Step(now) || b.Next().Sub(now) != time.Second {
+		t.Error("Reset does not restart the backoff")
+	}
+}
+
+func TestVerifierWindow(t *testing.T) {
+	v := NewVerifier(key)
+	s := Signed{Cluster: "ocp4", Host: "node1.local.", Addrs: nil}
+	sign := func(at time.Time, nonce string) map[string]string {
+		s := s
+		s.TS, s.Nonce = at.UnixMilli(), nonce
+		return map[string]string{txtTime: strconv.FormatInt(s.TS, 10), txtNonce: nonce, txtSig: Sign(key, s)}
+	}
+	for _, tc := range []struct {
+		name   string
+		fields map[string]string
+		want   error
+	}{
+		{"fresh", sign(t0, "a"), nil},
+		{"same nonce", sign(t0.Add(time.Millisecond), "a"), ErrReplay},
+		{"older timestamp", sign(t0.Add(-time.Second), "b"), ErrReplay},
+		{"future beyond window", sign(t0.Add(time.Minute), "c"), ErrStale},
+		{"past beyond window", sign(t0.Add(-time.Minute), "d"), ErrStale},
+		{"unsigned", map[string]string{}, ErrUnsigned},
+		{"malformed", map[string]string{txtSig: "x"}, ErrMalformed},
+		{"bad base64", map[string]string{txtTime: "1", txtNonce: "n", txtSig: "!!"}, ErrBadSig},
+		{"newer", sign(t0.Add(time.Second), "e"), nil},
+	} {
+		if err := v.Check(t0, s, tc.fields); err != tc.want {
+			t.Errorf("%s: Check = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package mdns
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TXT keys of an authenticated announcement. The signature covers the cluster,
+// the host name, every address of the host in the same packet, the timestamp,
+// the nonce and whether the packet is a goodbye, so none of them can be changed
+// or moved to another packet.
+const (
+	txtCluster = "cluster"
+	txtTime    = "ts"
+	txtNonce   = "n"
+	txtSig     = "sig"
+)
+
+// MinKeyLen is the shortest key accepted: shorter keys are guessable offline
+// from one captured announcement.
+const MinKeyLen = 16
+
+// Errors of signature checks; Reason maps them to metric labels.
+var (
+	ErrUnsigned  = errors.New("announcement is not signed")
+	ErrBadSig    = errors.New("announcement signature does not verify")
+	ErrStale     = errors.New("announcement timestamp is outside the accepted window")
+	ErrReplay    = errors.New("announcement was already seen (replay)")
+	ErrMalformed = errors.New("announcement signature fields are malformed")
+)
+
+// LoadKey reads a shared key file. Surrounding white space is ignored so a key
+// written with echo works.
+func LoadKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read key: %w", err)
+	}
+	k := []byte(strings.TrimSpace(string(b)))
+	if len(k) < MinKeyLen {
+		return nil, fmt.Errorf("key in %s is %d bytes, want at least %d", path, len(k), MinKeyLen)
+	}
+	return k, nil
+}
+
+// Signed is what a signature covers.
+type Signed struct {
+	Cluster string
+	Host    string // lower case, fully qualified
+	Addrs   []netip.Addr
+	TS      int64 // Unix milliseconds
+	Nonce   string
+	Goodbye bool
+}
+
+func (s Signed) message() []byte {
+	addrs := slices.Clone(s.Addrs)
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	addrs = slices.Compact(addrs)
+	var b strings.Builder
+	b.WriteString("infradns-mdns-v1\n")
+	b.WriteString(s.Cluster)
+	b.WriteByte('\n')
+	b.WriteString(lower(s.Host))
+	b.WriteByte('\n')
+	for i, a := range addrs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(a.String())
+	}
+	b.WriteByte('\n')
+	b.WriteString(strconv.FormatInt(s.TS, 10))
+	b.WriteByte('\n')
+	b.WriteString(s.Nonce)
+	if s.Goodbye {
+		b.WriteString("\nbye")
+	}
+	return []byte(b.String())
+}
+
+// Sign returns the signature of s under key.
+func Sign(key []byte, s Signed) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(s.message())
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// VerifySig reports whether sig is the signature of s under key.
+func VerifySig(key []byte, s Signed, sig string) bool {
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(s.message())
+	return hmac.Equal(got, m.Sum(nil))
+}
+
+// Verifier checks signed announcements and remembers what it accepted, to
+// refuse replays: a timestamp must be within Window of the local clock, a
+// nonce is accepted once, and a host's timestamps never go back.
+type Verifier struct {
+	Key    []byte
+	Window time.Duration
+
+	seen map[string]time.Time // nonce → when it may be forgotten
+	last map[string]int64     // host → newest accepted timestamp
+}
+
+// DefaultWindow bounds clock skew between nodes plus delivery time; a replay
+// older than this is refused on its timestamp alone.
+const DefaultWindow = 30 * time.Second
+
+// maxNonces bounds the replay memory; a flood of validly signed packets could
+// only come from a key holder.
+const maxNonces = 1 << 16
+
+// NewVerifier returns a Verifier for key.
+func NewVerifier(key []byte) *Verifier {
+	return &Verifier{Key: key, Window: DefaultWindow, seen: map[string]time.Time{}, last: map[string]int64{}}
+}
+
+// Check verifies the signature fields of a TXT record (parsed into fields)
+// for s (whose TS and Nonce it fills in) and records the nonce when accepted.
+func (v *Verifier) Check(now time.Time, s Signed, fields map[string]string) error {
+	sig, hasSig := fields[txtSig]
+	tsText, hasTS := fields[txtTime]
+	nonce, hasNonce := fields[txtNonce]
+	if !hasSig && !hasTS && !hasNonce {
+		return ErrUnsigned
+	}
+	ts, err := strconv.ParseInt(tsText, 10, 64)
+	if !hasSig || err != nil || nonce == "" || len(nonce) > 64 {
+		return ErrMalformed
+	}
+	s.TS, s.Nonce = ts, nonce
+	if !VerifySig(v.Key, s, sig) {
+		return ErrBadSig
+	}
+	at := time.UnixMilli(ts)
+	if at.Before(now.Add(-v.Window)) || at.After(now.Add(v.Window)) {
+		return ErrStale
+	}
+	v.forget(now)
+	if _, ok := v.seen[nonce]; ok {
+		return ErrReplay
+	}
+	host := lower(s.Host)
+	if ts < v.last[host] {
+		return ErrReplay
+	}
+	if len(v.seen) >= maxNonces {
+		return ErrReplay
+	}
+	v.seen[nonce] = at.Add(v.Window)
+	v.last[host] = ts
+	return nil
+}
+
+func (v *Verifier) forget(now time.Time) {
+	for n, t := range v.seen {
+		if now.After(t) {
+			delete(v.seen, n)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package mdnsnodes
+
+import (
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+)
+
+type corefile string
+
+func (c corefile) Body() []byte       { return []byte(c) }
+func (c corefile) Path() string       { return "Corefile" }
+func (c corefile) ServerType() string { return "dns" }
+
+// openFDs counts this process's file descriptors and, among them, the UDP
+// sockets bound to the mDNS port.
+func openFDs(t *testing.T) (total, mdnsSocks int) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	for _, f := range []string{"/proc/self/net/udp", "/proc/self/net/udp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) > 9 && strings.HasSuffix(fs[1], ":14E9") && inodes[fs[9]] {
+				mdnsSocks++
+			}
+		}
+	}
+	return len(ents), mdnsSocks
+}
+
+// TestReload starts a real CoreDNS instance whose mdnsnodes listens on the
+// loopback interface (its queries never leave the host), reloads it several
+// times the way the reload plugin does (new instance up before the old one
+// stops, both on port 5353) and stops it: no goroutine or socket may remain.
+func TestReload(t *testing.T) {
+	if !slices.Contains(dnsserver.Directives, pluginName) {
+		// The custom build in coredns/ orders the directive; here it only needs to exist.
+		dnsserver.Directives = append(dnsserver.Directives, pluginName)
+	}
+	port := dnsserver.Port
+	dnsserver.Port = "0"
+	defer func() { dnsserver.Port = port }()
+
+	input := corefile("ocp4.example.com {\n mdnsnodes {\n interface lo\n }\n}\n")
+	settle := func() (int, int) {
+		time.Sleep(200 * time.Millisecond)
+		fds, _ := openFDs(t)
+		return runtime.NumGoroutine(), fds
+	}
+	waitSockets := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, n := openFDs(t)
+			if n >= want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d mDNS sockets open, want %d", n, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	g0, f0 := settle()
+	inst, err := caddy.Start(input)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	waitSockets(1) // lo has no IPv6 group membership on some kernels: one family is enough
+	_, first := openFDs(t)
+	for range 5 {
+		if inst, err = inst.Restart(input); err != nil {
+			t.Fatalf("Restart: %v", err)
+		}
+		waitSockets(first)
+	}
+	if _, n := openFDs(t); n != first {
+		t.Errorf("%d mDNS sockets after 5 reloads, want %d (one instance's)", n, first)
+	}
+	// What CoreDNS does on SIGTERM: stop the servers, then run the shutdown hooks.
+	if err := inst.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if errs := inst.ShutdownCallbacks(); len(errs) > 0 {
+		t.Fatalf("Shutdown callbacks: %v", errs)
+	}
+	inst.Wait()
+	g1, f1 := settle()
+	if g1 > g0 || f1 > f0 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("After 5 reloads and a stop: %d goroutines (was %d), %d fds+sockets (was %d)\n%s", g1, g0, f1, f0, buf[:runtime.Stack(buf, true)])
+	}
+}

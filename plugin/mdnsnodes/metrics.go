@@ -1,0 +1,43 @@
+package mdnsnodes
+
+import (
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	// requestCount counts the queries mdnsnodes handled, by what it did with them.
+	requestCount = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "requests_total",
+		Help:      "Counter of queries handled by mdnsnodes, by result (answer, nodata, nxdomain, fallthrough, passed, notready).",
+	}, []string{"server", "result"})
+	// nodes is the number of nodes currently served.
+	nodes = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "nodes",
+		Help:      "Gauge of the nodes mdnsnodes currently knows, by zones.",
+	}, []string{"zones"})
+	accepted = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "announcements_accepted_total",
+		Help:      "Counter of mDNS records (instances and host address sets) accepted into the cache, by zones.",
+	}, []string{"zones"})
+	rejected = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "announcements_rejected_total",
+		Help:      "Counter of mDNS announcements rejected, by zones and reason.",
+	}, []string{"zones", "reason"})
+	queries = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "queries_sent_total",
+		Help:      "Counter of mDNS queries sent, by zones.",
+	}, []string{"zones"})
+)

@@ -1,0 +1,105 @@
+package mdnsnodes
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+)
+
+func TestParse(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		keys      []string
+		input     string
+		shouldErr bool
+		errText   string
+
+		zones   []string
+		cluster string
+		iface   string
+		bind    string
+		service string
+		ttl     uint32
+		fall    fall.F
+		key     string
+	}{
+		{name: "minimal", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n}",
+			zones: []string{"ocp4.example.com."}, iface: "eth0", service: "_workstation._tcp", ttl: 30},
+		{name: "all options", keys: []string{"."}, input: `mdnsnodes {
+			zone OCP4.example.com
+			cluster ocp4
+			bind 198.51.100.11
+			service _Workstation._tcp
+			key ` + keyFile + `
+			ttl 5
+			fallthrough
+		}`, zones: []string{"ocp4.example.com."}, cluster: "ocp4", bind: "198.51.100.11", service: "_workstation._tcp", ttl: 5, fall: fall.Root, key: keyFile},
+		{name: "ipv6 bind", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n bind 2001:db8:1::11\n}",
+			zones: []string{"ocp4.example.com."}, bind: "2001:db8:1::11", service: "_workstation._tcp", ttl: 30},
+
+		{name: "no link", keys: []string{"ocp4.example.com."}, input: "mdnsnodes", shouldErr: true, errText: "'interface NAME' or 'bind ADDRESS' is required"},
+		{name: "both links", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n bind 198.51.100.11\n}", shouldErr: true, errText: "not both"},
+		{name: "arguments", keys: []string{"ocp4.example.com."}, input: "mdnsnodes ocp4.example.com {\n interface eth0\n}", shouldErr: true, errText: "Wrong argument count"},
+		{name: "twice", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n}\nmdnsnodes {\n interface eth0\n}", shouldErr: true, errText: "only be used once"},
+		{name: "root without zone", keys: []string{"."}, input: "mdnsnodes {\n interface eth0\n}", shouldErr: true, errText: "needs the 'zone DOMAIN' option"},
+		{name: "bad bind", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n bind 224.0.0.251\n}", shouldErr: true, errText: "invalid bind address"},
+		{name: "bad service", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n service workstation\n}", shouldErr: true, errText: "invalid service type"},
+		{name: "bad cluster", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n cluster a=b\n}", shouldErr: true, errText: "invalid cluster"},
+		{name: "missing key", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n key /nonexistent/key\n}", shouldErr: true, errText: "key file"},
+		{name: "ttl too big", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n ttl 4000\n}", shouldErr: true, errText: "ttl must be in range"},
+		{name: "unknown", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n foo\n}", shouldErr: true, errText: "unknown property 'foo'"},
+		{name: "interface two args", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0 eth1\n}", shouldErr: true, errText: "Wrong argument count"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tc.input)
+			c.ServerBlockKeys = tc.keys
+			m, err := parse(c)
+			if tc.shouldErr {
+				if err == nil || !strings.Contains(err.Error(), tc.errText) {
+					t.Fatalf("Error %v, want one containing %q", err, tc.errText)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Unexpected error: %v", err)
+			}
+			bind := ""
+			if m.bind.IsValid() {
+				bind = m.bind.String()
+			}
+			if !slices.Equal(m.Zones, tc.zones) || m.cluster != tc.cluster || m.iface != tc.iface || bind != tc.bind ||
+				m.service != tc.service || m.ttl != tc.ttl || !m.Fall.Equal(tc.fall) || m.keyFile != tc.key {
+				t.Errorf("Got zones %v cluster %q iface %q bind %q service %q ttl %d fall %v key %q",
+					m.Zones, m.cluster, m.iface, bind, m.service, m.ttl, m.Fall, m.keyFile)
+			}
+		})
+	}
+}
+
+func TestStartBadKey(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := caddy.NewTestController("dns", "mdnsnodes {\n bind 198.51.100.11\n key "+keyFile+"\n}")
+	c.ServerBlockKeys = []string{"ocp4.example.com."}
+	m, err := parse(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err == nil {
+		m.Stop()
+		t.Fatal("Start with a 5-byte key succeeded")
+	}
+	m.Stop() // before or without Start: a no-op
+}
