@@ -17,6 +17,8 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/coredns ./coredns
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/infradns ./cmd/infradns
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/mdns-publisher ./cmd/mdns-publisher
 
 run: build
 	@echo "Serving ocp4.example.com on 127.0.0.1:$(RUN_PORT). Try, in another shell:"
@@ -38,6 +40,8 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 e2e: build
+	@# Real kube-apiserver + etcd from the module proxy, cached (cold ~5 min).
+	GO=$(GO) test/kubeapi/build.sh
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 # Starts the example server on a free port, runs the dig verification, stops it.

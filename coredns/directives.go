@@ -6,7 +6,7 @@ import (
 )
 
 // infradnsDirectives are our data plugins, in the order they see a query.
-var infradnsDirectives = []string{"apiint", "appswildcard"}
+var infradnsDirectives = []string{"apiint", "appswildcard", "mdnsnodes"}
 
 // anchors are the stock directives ours must sit between: after cache, so our
 // answers are cached; before template, hosts and forward, so a user's own
@@ -42,4 +42,27 @@ func withInfradns(stock []string) ([]string, error) {
 		}
 	}
 	return slices.Concat(stock[:at:at], infradnsDirectives, stock[at:]), nil
+}
+
+// companionDirectives serve no DNS (lbconfig writes keepalived and haproxy
+// configuration); queries pass them untouched. They go right after
+// companionAfter, away from the data plugins whose order matters.
+var (
+	companionDirectives = []string{"lbconfig"}
+	companionAfter      = "ready"
+)
+
+// withCompanions returns the directive list with the companion directives
+// inserted right after companionAfter, by name.
+func withCompanions(stock []string) ([]string, error) {
+	for _, d := range companionDirectives {
+		if slices.Contains(stock, d) {
+			return nil, fmt.Errorf("directive %q is already registered", d)
+		}
+	}
+	i := slices.Index(stock, companionAfter)
+	if i < 0 {
+		return nil, fmt.Errorf("anchor directive %q not found", companionAfter)
+	}
+	return slices.Concat(stock[:i+1:i+1], companionDirectives, stock[i+1:]), nil
 }

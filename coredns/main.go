@@ -36,6 +36,8 @@ import (
 
 	_ "github.com/infradns/infradns/plugin/apiint"
 	_ "github.com/infradns/infradns/plugin/appswildcard"
+	_ "github.com/infradns/infradns/plugin/lbconfig"
+	_ "github.com/infradns/infradns/plugin/mdnsnodes"
 )
 
 // version is set by the Makefile from git describe.
@@ -45,6 +47,9 @@ func init() {
 	d, err := withInfradns(dnsserver.Directives)
 	if err != nil {
 		panic(err) // a CoreDNS upgrade renamed an anchor: refuse to start with a wrong order
+	}
+	if d, err = withCompanions(d); err != nil {
+		panic(err) // the same, for the non-DNS plugins' anchor
 	}
 	dnsserver.Directives = d
 	caddy.AppName = "infradns"

@@ -1,0 +1,281 @@
+// Package kube watches the Kubernetes objects the load-balancer
+// configuration follows (Nodes, the EndpointSlices of default/kubernetes and
+// of the ingress service) with shared informers, and turns each burst of
+// changes into one lb.Snapshot.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/infradns/infradns/internal/lb"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Defaults for Options.
+const (
+	DefaultIngressNamespace = "openshift-ingress"
+	DefaultIngressService   = "router-internal-default"
+	// DefaultDebounce gathers a burst (a node joining touches the Node and
+	// several slices) into one render, well inside the 1 s reaction target.
+	DefaultDebounce = 100 * time.Millisecond
+)
+
+// Options say what to watch.
+type Options struct {
+	IngressNamespace string
+	IngressService   string
+	// Debounce is how long after the first event of a burst the snapshot is
+	// taken; at most 200 ms is sensible.
+	Debounce time.Duration
+	// RetryBase and RetryMax bound the backoff after the handler fails.
+	RetryBase, RetryMax time.Duration
+}
+
+// NewOptions returns Options with the defaults set.
+func NewOptions() Options {
+	return Options{
+		IngressNamespace: DefaultIngressNamespace,
+		IngressService:   DefaultIngressService,
+		Debounce:         DefaultDebounce,
+		RetryBase:        200 * time.Millisecond,
+		RetryMax:         30 * time.Second,
+	}
+}
+
+// Handler receives each new snapshot. An error retries the same work with
+// backoff (a failed reload), even when nothing changes in the cluster.
+type Handler func(context.Context, lb.Snapshot) error
+
+// Watcher runs the informers and calls a Handler.
+type Watcher struct {
+	client kubernetes.Interface
+	opts   Options
+	synced atomic.Bool
+}
+
+// New returns a Watcher; nothing starts before Run.
+func New(client kubernetes.Interface, o Options) *Watcher {
+	return &Watcher{client: client, opts: o}
+}
+
+// HasSynced reports whether the first full listing has been received, for
+// the ready plugin.
+func (w *Watcher) HasSynced() bool { return w.synced.Load() }
+
+const (
+	serviceNameLabel = discoveryv1.LabelServiceName
+	queueKey         = "render"
+)
+
+// Run watches until ctx is cancelled and calls h once after the caches have
+// synced and then once per burst of changes. It returns nil on cancellation.
+func (w *Watcher) Run(ctx context.Context, h Handler) error {
+	if w.opts.IngressNamespace == "" || w.opts.IngressService == "" {
+		return errors.New("kube watcher: ingress service not set")
+	}
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](w.opts.RetryBase, w.opts.RetryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "infradns-lbconfig"})
+	defer queue.ShutDown()
+	// One key: every event leads to a full re-render, so a burst is one item.
+	// AddAfter keeps the earliest due time, so the render comes at most
+	// Debounce after the first event of a burst.
+	enqueue := func() { queue.AddAfter(queueKey, w.opts.Debounce) }
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { enqueue() },
+		UpdateFunc: func(any, any) { enqueue() },
+		DeleteFunc: func(any) { enqueue() },
+	}
+
+	nodesF := informers.NewSharedInformerFactory(w.client, 0)
+	apiF := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(metav1.NamespaceDefault),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = serviceNameLabel + "=kubernetes" }))
+	ingF := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(w.opts.IngressNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = serviceNameLabel + "=" + w.opts.IngressService }))
+
+	nodeInf := nodesF.Core().V1().Nodes()
+	apiInf := apiF.Discovery().V1().EndpointSlices()
+	ingInf := ingF.Discovery().V1().EndpointSlices()
+	// A Node carries its image list and conditions; keep only what the render
+	// reads, so a 1000-node cluster costs little memory on every node.
+	if err := nodeInf.Informer().SetTransform(trimNode); err != nil {
+		return fmt.Errorf("kube watcher: %w", err)
+	}
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), apiInf.Informer(), ingInf.Informer()} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("kube watcher: %w", err)
+		}
+	}
+	l := listers{nodes: nodeInf.Lister(), api: apiInf.Lister(), ingress: ingInf.Lister()}
+
+	for _, f := range []informers.SharedInformerFactory{nodesF, apiF, ingF} {
+		f.Start(ctx.Done())
+	}
+	defer func() {
+		for _, f := range []informers.SharedInformerFactory{nodesF, apiF, ingF} {
+			f.Shutdown()
+		}
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.Informer().HasSynced, apiInf.Informer().HasSynced, ingInf.Informer().HasSynced) {
+		return nil // cancelled before the first listing
+	}
+	w.synced.Store(true)
+	queue.Add(queueKey)
+
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	for {
+		key, quit := queue.Get()
+		if quit {
+			return nil
+		}
+		err := h(ctx, l.snapshot())
+		if err != nil && ctx.Err() == nil {
+			queue.AddRateLimited(key)
+		} else {
+			queue.Forget(key)
+		}
+		queue.Done(key)
+	}
+}
+
+type listers struct {
+	nodes   corelisters.NodeLister
+	api     discoverylisters.EndpointSliceLister
+	ingress discoverylisters.EndpointSliceLister
+}
+
+func (l listers) snapshot() lb.Snapshot {
+	var s lb.Snapshot
+	nodes, _ := l.nodes.List(labels.Everything()) // a cache lister never fails
+	for _, n := range nodes {
+		s.Nodes = append(s.Nodes, ToNode(n))
+	}
+	slices.SortFunc(s.Nodes, func(a, b lb.Node) int { return strings.Compare(a.Name, b.Name) })
+	apis, _ := l.api.List(labels.Everything())
+	s.APIServers = ReadyEndpoints(apis)
+	ings, _ := l.ingress.List(labels.Everything())
+	s.IngressNodes = ReadyNodes(ings)
+	return s
+}
+
+// Control-plane role labels: the current one and the one OpenShift still sets.
+var controlPlaneLabels = []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"}
+
+// ToNode cuts a Node down to what the render needs: its InternalIP
+// addresses and whether it is in the control plane.
+func ToNode(n *corev1.Node) lb.Node {
+	out := lb.Node{Name: n.Name}
+	for _, l := range controlPlaneLabels {
+		if _, ok := n.Labels[l]; ok {
+			out.ControlPlane = true
+		}
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil {
+			out.Addresses = append(out.Addresses, ip.Unmap())
+		}
+	}
+	slices.SortFunc(out.Addresses, netip.Addr.Compare)
+	return out
+}
+
+// ReadyEndpoints are the ready addresses of the slices with their port,
+// sorted and without duplicates. A nil Ready condition means ready (the
+// EndpointSlice API's rule); a terminating endpoint is not ready.
+func ReadyEndpoints(slicesIn []*discoveryv1.EndpointSlice) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, sl := range slicesIn {
+		port, ok := slicePort(sl)
+		if !ok {
+			continue
+		}
+		for _, ep := range sl.Endpoints {
+			if !ready(ep) {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				if ip, err := netip.ParseAddr(a); err == nil {
+					out = append(out, netip.AddrPortFrom(ip.Unmap(), port))
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, netip.AddrPort.Compare)
+	return slices.Compact(out)
+}
+
+// ReadyNodes are the names of the nodes that hold a ready endpoint.
+func ReadyNodes(slicesIn []*discoveryv1.EndpointSlice) []string {
+	var out []string
+	for _, sl := range slicesIn {
+		for _, ep := range sl.Endpoints {
+			if ready(ep) && ep.NodeName != nil && *ep.NodeName != "" {
+				out = append(out, *ep.NodeName)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func ready(ep discoveryv1.Endpoint) bool {
+	return ep.Conditions.Ready == nil || *ep.Conditions.Ready
+}
+
+// slicePort is the port of the slice: the "https" one of default/kubernetes,
+// else the first with a number.
+func slicePort(sl *discoveryv1.EndpointSlice) (uint16, bool) {
+	var first *int32
+	for _, p := range sl.Ports {
+		if p.Port == nil {
+			continue
+		}
+		if p.Name != nil && *p.Name == "https" {
+			return uint16(*p.Port), true
+		}
+		if first == nil {
+			first = p.Port
+		}
+	}
+	if first == nil {
+		return 0, false
+	}
+	return uint16(*first), true
+}
+
+func trimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil // a DeletedFinalStateUnknown tombstone
+	}
+	return &corev1.Node{
+		TypeMeta: n.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels,
+		},
+		Status: corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}, nil
+}

@@ -1,0 +1,160 @@
+package lb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Logger is what the controller logs through (CoreDNS's clog.P fits).
+type Logger interface {
+	Infof(format string, v ...any)
+	Warningf(format string, v ...any)
+	Errorf(format string, v ...any)
+}
+
+// Output is one managed file.
+type Output struct {
+	Kind     Kind
+	Path     string
+	Reloader Reloader // nil: write only
+}
+
+// Hooks report what the controller did, for metrics. Any may be nil.
+type Hooks struct {
+	Refused   func(error)       // Desired refused the snapshot; last good kept
+	Rendered  func()            // a plan was rendered
+	Invalid   func(Kind, error) // the tool rejected a render; old file kept
+	Written   func(Kind)
+	Reloaded  func(Kind, error)
+	Succeeded func(time.Time) // everything applied and reloaded
+}
+
+// Controller is the pipeline snapshot → Desired → Render → Validate →
+// write if changed → reload. Apply is a kube.Handler.
+type Controller struct {
+	Config    Config
+	Templates *Templates
+	Validator Validator
+	Outputs   []Output
+	Log       Logger
+	Hooks     Hooks
+	// Gate, when set, may hold an output back (keepalived until the VRRP
+	// guard has listened long enough and seen no clash). A held output is
+	// retried: Apply returns an error so the caller backs off and calls again.
+	Gate func(Kind, Plan) error
+
+	mu sync.Mutex
+	// pending holds the kinds written but not yet reloaded, so a failed
+	// reload is retried even though the file on disk is already current.
+	pending map[Kind]bool
+}
+
+// Apply renders the snapshot into the outputs. It returns an error only for
+// what a retry can fix (a write or a reload); a snapshot Desired refuses or a
+// render the tool rejects keeps the old files and returns nil, because the
+// next change in the cluster is what can fix it.
+func (c *Controller) Apply(ctx context.Context, s Snapshot) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = map[Kind]bool{}
+	}
+	plan, err := Desired(s, c.Config)
+	if err != nil {
+		c.Log.Warningf("keeping the current files: %v", err)
+		call1(c.Hooks.Refused, err)
+		return nil
+	}
+	tpl := c.Templates
+	if tpl == nil {
+		tpl = Default
+	}
+	rendered := map[Kind][]byte{}
+	for _, o := range c.Outputs {
+		var b []byte
+		switch o.Kind {
+		case Keepalived:
+			b, err = tpl.Keepalived(plan)
+		case HAProxyCfg:
+			b, err = tpl.HAProxy(plan)
+		default:
+			err = fmt.Errorf("unknown output kind %q", o.Kind)
+		}
+		if err != nil {
+			// A user template that needs what the plan lacks: not retryable.
+			c.Log.Errorf("keeping %s: %v", o.Path, err)
+			call2(c.Hooks.Invalid, o.Kind, err)
+			return nil
+		}
+		rendered[o.Kind] = b
+	}
+	call0(c.Hooks.Rendered)
+
+	var errs []error
+	invalid := false
+	for _, o := range c.Outputs {
+		if c.Gate != nil {
+			if err := c.Gate(o.Kind, plan); err != nil {
+				errs = append(errs, fmt.Errorf("%s held back: %w", o.Kind, err))
+				continue
+			}
+		}
+		changed, err := Install(ctx, c.Validator, o.Kind, o.Path, rendered[o.Kind])
+		if ctx.Err() != nil {
+			return nil // shutting down: a killed validator is no verdict
+		}
+		var ve *ValidationError
+		switch {
+		case errors.As(err, &ve):
+			invalid = true
+			c.Log.Errorf("keeping %s: %v", o.Path, err)
+			call2(c.Hooks.Invalid, o.Kind, err)
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case changed:
+			c.Log.Infof("wrote %s", o.Path)
+			call1(c.Hooks.Written, o.Kind)
+			c.pending[o.Kind] = true
+		}
+		if c.pending[o.Kind] && o.Reloader != nil {
+			err := o.Reloader.Reload(ctx)
+			call2(c.Hooks.Reloaded, o.Kind, err)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", o.Kind, err))
+				continue
+			}
+			c.Log.Infof("reloaded %s", o.Kind)
+		}
+		delete(c.pending, o.Kind)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if !invalid {
+		call1(c.Hooks.Succeeded, time.Now())
+	}
+	return nil
+}
+
+func call0(f func()) {
+	if f != nil {
+		f()
+	}
+}
+
+func call1[T any](f func(T), v T) {
+	if f != nil {
+		f(v)
+	}
+}
+
+func call2[A, B any](f func(A, B), a A, b B) {
+	if f != nil {
+		f(a, b)
+	}
+}

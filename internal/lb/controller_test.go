@@ -1,0 +1,191 @@
+package lb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type nopLog struct{ t *testing.T }
+
+func (l nopLog) Infof(f string, v ...any)    { l.t.Logf("INFO "+f, v...) }
+func (l nopLog) Warningf(f string, v ...any) { l.t.Logf("WARN "+f, v...) }
+func (l nopLog) Errorf(f string, v ...any)   { l.t.Logf("ERROR "+f, v...) }
+
+type countReload struct {
+	n   int
+	err error
+}
+
+func (r *countReload) Reload(context.Context) error { r.n++; return r.err }
+
+// rejectValidator refuses haproxy configs holding a marker, like a tool would.
+type rejectValidator struct{ marker string }
+
+func (v rejectValidator) Validate(_ context.Context, k Kind, b []byte) error {
+	if v.marker != "" && bytes.Contains(b, []byte(v.marker)) {
+		return &ValidationError{Kind: k, Err: errors.New("exit status 1"), Output: "rejected"}
+	}
+	return nil
+}
+
+func newController(t *testing.T, v Validator) (*Controller, *countReload, *countReload, map[string]int) {
+	dir := t.TempDir()
+	kr, hr := &countReload{}, &countReload{}
+	counts := map[string]int{}
+	c := &Controller{
+		Config:    config(false),
+		Validator: v,
+		Outputs: []Output{
+			{Kind: Keepalived, Path: filepath.Join(dir, "keepalived.conf"), Reloader: kr},
+			{Kind: HAProxyCfg, Path: filepath.Join(dir, "haproxy.cfg"), Reloader: hr},
+		},
+		Log: nopLog{t},
+		Hooks: Hooks{
+			Refused:  func(error) { counts["refused"]++ },
+			Invalid:  func(Kind, error) { counts["invalid"]++ },
+			Written:  func(Kind) { counts["written"]++ },
+			Reloaded: func(_ Kind, err error) { counts["reloaded"]++ },
+		},
+	}
+	return c, kr, hr, counts
+}
+
+func TestControllerApply(t *testing.T) {
+	ctx := context.Background()
+	c, kr, hr, counts := newController(t, rejectValidator{})
+	if err := c.Apply(ctx, cluster(3, false)); err != nil {
+		t.Fatal(err)
+	}
+	if kr.n != 1 || hr.n != 1 || counts["written"] != 2 {
+		t.Fatalf("First apply: reloads %d/%d, writes %d", kr.n, hr.n, counts["written"])
+	}
+	// Same state again: nothing written, nothing reloaded.
+	if err := c.Apply(ctx, cluster(3, false)); err != nil {
+		t.Fatal(err)
+	}
+	if kr.n != 1 || hr.n != 1 || counts["written"] != 2 {
+		t.Errorf("Unchanged apply: reloads %d/%d, writes %d", kr.n, hr.n, counts["written"])
+	}
+
+	// The API is lost: the snapshot is empty, the files stay.
+	before := readFile(t, c.Outputs[1].Path)
+	if err := c.Apply(ctx, Snapshot{}); err != nil {
+		t.Fatal(err)
+	}
+	if counts["refused"] != 1 || readFile(t, c.Outputs[1].Path) != before {
+		t.Errorf("Empty snapshot: refused %d, haproxy.cfg changed: %v", counts["refused"], readFile(t, c.Outputs[1].Path) != before)
+	}
+
+	// A reload fails: the error asks for a retry, and the retry reloads
+	// although the file on disk is already current.
+	hr.err = errors.New("master socket refused")
+	if err := c.Apply(ctx, cluster(2, false)); err == nil {
+		t.Fatal("Expected the reload error")
+	}
+	hr.err = nil
+	if err := c.Apply(ctx, cluster(2, false)); err != nil {
+		t.Fatal(err)
+	}
+	if hr.n != 3 {
+		t.Errorf("haproxy reloads = %d, want 3 (first, failed, retried)", hr.n)
+	}
+	if err := c.Apply(ctx, cluster(2, false)); err != nil || hr.n != 3 {
+		t.Errorf("After the retry: %d reloads, err %v", hr.n, err)
+	}
+}
+
+func TestControllerKeepsRejected(t *testing.T) {
+	ctx := context.Background()
+	c, _, hr, counts := newController(t, rejectValidator{marker: "198.51.100.14"})
+	if err := c.Apply(ctx, cluster(3, false)); err != nil {
+		t.Fatal(err)
+	}
+	good := readFile(t, c.Outputs[1].Path)
+	if err := c.Apply(ctx, cluster(4, false)); err != nil {
+		t.Fatal(err)
+	}
+	if counts["invalid"] != 1 || hr.n != 1 {
+		t.Errorf("Invalid %d, haproxy reloads %d", counts["invalid"], hr.n)
+	}
+	if readFile(t, c.Outputs[1].Path) != good {
+		t.Error("A rejected haproxy.cfg replaced the good one")
+	}
+	if !strings.Contains(readFile(t, c.Outputs[0].Path), "ocp4_api_v4") {
+		t.Error("keepalived.conf missing")
+	}
+}
+
+// TestControllerRealTools runs the pipeline with the real validators and a
+// real command as the reload.
+func TestControllerRealTools(t *testing.T) {
+	tools := labTools(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "reloaded")
+	c := &Controller{
+		Config:    config(true),
+		Validator: tools,
+		Outputs: []Output{
+			{Kind: Keepalived, Path: filepath.Join(dir, "keepalived.conf"), Reloader: Command{Argv: []string{"sh", "-c", "echo k >> " + marker}}},
+			{Kind: HAProxyCfg, Path: filepath.Join(dir, "haproxy.cfg"), Reloader: Command{Argv: []string{"sh", "-c", "echo h >> " + marker}}},
+		},
+		Log: nopLog{t},
+	}
+	if err := c.Apply(context.Background(), cluster(3, true)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, marker); got != "k\nh\n" {
+		t.Errorf("Reload commands ran as %q", got)
+	}
+	if err := c.Apply(context.Background(), cluster(3, true)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, marker); got != "k\nh\n" {
+		t.Errorf("Unchanged state reloaded again: %q", got)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestControllerGate holds keepalived back while the gate says no, keeps
+// haproxy going, and asks for a retry.
+func TestControllerGate(t *testing.T) {
+	ctx := context.Background()
+	c, kr, hr, _ := newController(t, rejectValidator{})
+	held := errors.New("still listening")
+	var planned []string
+	c.Gate = func(k Kind, p Plan) error {
+		if k != Keepalived {
+			return nil
+		}
+		for _, in := range p.VRRPInstances() {
+			planned = append(planned, fmt.Sprintf("%s/%d/%v", in.Name, in.VRID, in.VIPs))
+		}
+		return held
+	}
+	if err := c.Apply(ctx, cluster(3, false)); !errors.Is(err, held) {
+		t.Fatalf("Apply = %v, want the gate's error", err)
+	}
+	if _, err := os.Stat(c.Outputs[0].Path); err == nil || kr.n != 0 || hr.n != 1 {
+		t.Errorf("keepalived written or reloaded while held (reloads %d/%d)", kr.n, hr.n)
+	}
+	if strings.Join(planned, " ") != "ocp4_api_v4/222/[192.0.2.5] ocp4_ingress_v4/61/[192.0.2.10]" {
+		t.Errorf("Gate saw %v", planned)
+	}
+	c.Gate = nil
+	if err := c.Apply(ctx, cluster(3, false)); err != nil || kr.n != 1 {
+		t.Errorf("After the gate opened: %v, keepalived reloads %d", err, kr.n)
+	}
+}

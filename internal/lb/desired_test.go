@@ -1,0 +1,137 @@
+package lb
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDesiredRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		s    func(*Snapshot)
+		c    func(*Config)
+		want error  // errors.Is target, or nil to match text
+		text string // substring of the error
+	}{
+		{name: "api lost: no nodes", s: func(s *Snapshot) { *s = Snapshot{} }, want: ErrNoNodes},
+		{name: "no apiserver endpoints", s: func(s *Snapshot) { s.APIServers = nil }, want: ErrNoBackends},
+		{name: "unicast, peers not listed", s: func(s *Snapshot) { s.Nodes = s.Nodes[:1] }, c: func(c *Config) { c.Unicast = true }, want: ErrNoPeers},
+		{name: "unicast, no v6 address of our own", c: func(c *Config) {
+			c.Unicast = true
+			c.APIVIPs = ips("2001:db8::5")
+			c.IngressVIPs = nil
+		}, text: "no v6 address"},
+		{name: "v3 with 15 ms (keepalived stores centiseconds)", c: func(c *Config) { c.AdvertInterval = 15 * time.Millisecond }, text: "multiple of 10ms"},
+		{name: "v2 sub-second", c: func(c *Config) { c.VRRPVersion = 2 }, text: "whole seconds"},
+		{name: "version 4", c: func(c *Config) { c.VRRPVersion = 4 }, text: "must be 2 or 3"},
+		{name: "two v4 api vips", c: func(c *Config) { c.APIVIPs = ips("192.0.2.5", "192.0.2.6") }, text: "one address per family"},
+		{name: "cluster name with a space", c: func(c *Config) { c.Cluster = "a b" }, text: "letters, digits"},
+		{name: "no interface", c: func(c *Config) { c.Interface = "" }, text: "interface"},
+		{name: "equal ids", c: func(c *Config) { c.RouterIDs.Ingress = c.RouterIDs.API }, text: "both"},
+		{name: "relative track dir", c: func(c *Config) { c.TrackDir = "run" }, text: "absolute"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := cluster(3, false), config(false)
+			if tc.s != nil {
+				tc.s(&s)
+			}
+			if tc.c != nil {
+				tc.c(&c)
+			}
+			_, err := Desired(s, c)
+			if err == nil {
+				t.Fatal("Expected an error")
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("Err = %v, want %v", err, tc.want)
+			}
+			if tc.text != "" && !strings.Contains(err.Error(), tc.text) {
+				t.Errorf("Err = %v, want it to mention %q", err, tc.text)
+			}
+		})
+	}
+}
+
+func TestDesiredEligibility(t *testing.T) {
+	names := func(p Plan) []string {
+		var out []string
+		for _, in := range p.Instances {
+			out = append(out, in.Name)
+		}
+		return out
+	}
+	s := cluster(3, false)
+	s.Nodes = append(s.Nodes, Node{Name: "worker-0", Addresses: ips("198.51.100.21")}, Node{Name: "worker-1", Addresses: ips("198.51.100.22")})
+	s.IngressNodes = []string{"master-2", "worker-0"}
+	tests := []struct {
+		node string
+		want []string
+	}{
+		{"master-0", []string{"ocp4_api_v4"}},                    // control plane, no router
+		{"master-2", []string{"ocp4_api_v4", "ocp4_ingress_v4"}}, // both
+		{"worker-0", []string{"ocp4_ingress_v4"}},                // router only
+		{"worker-1", nil},     // neither: holds no VIP
+		{"unknown-node", nil}, // not registered: never fights
+	}
+	for _, tc := range tests {
+		t.Run(tc.node, func(t *testing.T) {
+			c := config(false)
+			c.NodeName = tc.node
+			p, err := Desired(s, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(p); !slices.Equal(got, tc.want) {
+				t.Errorf("Instances = %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	// Unicast: the ingress peers are the other router nodes only, never a
+	// node serving another shard or no router at all.
+	c := config(false)
+	c.NodeName = "worker-0"
+	c.Unicast = true
+	p, err := Desired(s, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Instances) != 1 || !slices.Equal(p.Instances[0].Peers, []string{"198.51.100.13"}) || p.Instances[0].SrcIP != "198.51.100.21" {
+		t.Errorf("Ingress unicast instance = %+v", p.Instances)
+	}
+}
+
+func TestDesiredBackends(t *testing.T) {
+	s := cluster(2, true)
+	s.APIServers = append(s.APIServers, ap("198.51.100.11:6443"), ap("[::ffff:198.51.100.99]:6443"))
+	p, err := Desired(s, config(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Backend{
+		{"master-0", "198.51.100.11:6443"},
+		{"master-1", "198.51.100.12:6443"},
+		{"api-198-51-100-99", "198.51.100.99:6443"},
+		{"master-0-2", "[2001:db8:1::11]:6443"},
+		{"master-1-2", "[2001:db8:1::12]:6443"},
+	}
+	if !slices.Equal(p.HAProxy.Backends, want) {
+		t.Errorf("Backends = %v, want %v", p.HAProxy.Backends, want)
+	}
+
+	// Endpoints win over static backends once the API lists them.
+	c := config(false)
+	c.StaticBackends = []netip.AddrPort{ap("198.51.100.10:6443")}
+	p, err = Desired(cluster(1, false), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.HAProxy.Backends) != 1 || p.HAProxy.Backends[0].Address != "198.51.100.11:6443" {
+		t.Errorf("Backends = %v, want the endpoint, not the static backend", p.HAProxy.Backends)
+	}
+}

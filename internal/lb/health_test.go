@@ -1,0 +1,112 @@
+package lb
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestProberWithKeepalived runs the rendered keepalived.conf in a real
+// keepalived, in a network namespace made for the test, and a Prober on a
+// local HTTP check: healthy → the node takes the VIP; unhealthy → FAULT and
+// the VIP leaves the interface. This checks the template's track_file and
+// that keepalived sees the prober's atomic (rename) writes.
+func TestProberWithKeepalived(t *testing.T) {
+	tools := labTools(t)
+	ns := tools.Wrap[len(tools.Wrap)-1]
+	// keepalived puts an instance in FAULT while its interface has no IPv4 address.
+	for _, args := range [][]string{{"-n", ns, "link", "set", "eth1", "up"}, {"-n", ns, "link", "set", "eth0", "up"},
+		{"-n", ns, "addr", "add", "198.51.100.11/24", "dev", "eth0"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	dir := t.TempDir()
+	c := config(false)
+	c.IngressVIPs = nil
+	c.TrackDir = dir
+	p, err := Desired(Snapshot{Nodes: []Node{{Name: "master-0", ControlPlane: true, Addresses: ips("198.51.100.11")}},
+		APIServers: []netip.AddrPort{ap("198.51.100.11:6443")}}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := RenderKeepalived(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confPath := filepath.Join(dir, "keepalived.conf")
+	writeTestFile(t, confPath, string(conf))
+
+	var healthy atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "keepalived", "-n", "-l", "-D", "-f", confPath,
+		"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("keepalived output:\n%s", out.String())
+		}
+	}()
+
+	hasVIP := func() (string, bool) {
+		b, _ := exec.Command("ip", "-n", ns, "-4", "addr", "show", "dev", "eth0").CombinedOutput()
+		return string(b), strings.Contains(string(b), "192.0.2.5/32")
+	}
+	verdicts := make(chan bool, 10)
+	pr := &Prober{URL: srv.URL, Path: TrackPath(c, "api"), Interval: 50 * time.Millisecond, Rise: 2, Fall: 2,
+		Changed: func(h bool) { verdicts <- h }}
+	go func() { _ = pr.Run(ctx) }()
+
+	// Unhealthy at first: keepalived created the track file as 1 (FAULT).
+	if v := <-verdicts; v {
+		t.Fatal("First verdict healthy while the check fails")
+	}
+	time.Sleep(500 * time.Millisecond) // > 3 advert intervals: it would have become MASTER
+	if s, ok := hasVIP(); ok {
+		t.Fatalf("VIP taken while unhealthy:\n%s", s)
+	}
+	healthy.Store(true)
+	if v := <-verdicts; !v {
+		t.Fatal("No healthy verdict")
+	}
+	waitFor(t, func() (string, bool) { return hasVIP() })
+	b, _ := os.ReadFile(TrackPath(c, "api"))
+	if string(b) != "0\n" {
+		t.Errorf("Track file = %q, want 0", b)
+	}
+	healthy.Store(false)
+	if v := <-verdicts; v {
+		t.Fatal("No unhealthy verdict")
+	}
+	waitFor(t, func() (string, bool) { s, ok := hasVIP(); return s, !ok })
+}

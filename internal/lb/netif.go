@@ -1,0 +1,40 @@
+package lb
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/infradns/infradns/internal/vrrp"
+)
+
+// InterfaceFor finds the interface whose subnet holds vip (the interface
+// and node-ip "auto" values) and returns its name and its addresses in that
+// subnet. An interface that holds only vip itself as a host route (/32,
+// /128, as keepalived adds it) does not count.
+func InterfaceFor(vip netip.Addr) (string, []netip.Addr, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", nil, fmt.Errorf("list interfaces: %w", err)
+	}
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		var own []netip.Addr
+		for _, p := range vrrp.Prefixes(addrs) {
+			if p.Addr() == vip || p.IsSingleIP() || !p.Contains(vip) {
+				continue
+			}
+			own = append(own, p.Addr())
+		}
+		if len(own) > 0 {
+			return ifi.Name, sortedAddrs(own), nil
+		}
+	}
+	return "", nil, fmt.Errorf("no interface has a subnet holding %s", vip)
+}

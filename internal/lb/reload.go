@@ -1,0 +1,104 @@
+package lb
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Reloader makes a running keepalived or haproxy read its new file.
+type Reloader interface {
+	Reload(ctx context.Context) error
+}
+
+// SignalPidfile sends Signal to the process whose pid is in Path:
+// keepalived reloads on SIGHUP, haproxy's master on SIGUSR2.
+type SignalPidfile struct {
+	Path   string
+	Signal syscall.Signal
+}
+
+// Reload reads the pid file and signals the process.
+func (s SignalPidfile) Reload(context.Context) error {
+	b, err := os.ReadFile(s.Path)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return fmt.Errorf("reload: pid file %s holds %q", s.Path, bytes.TrimSpace(b))
+	}
+	if err := syscall.Kill(pid, s.Signal); err != nil {
+		return fmt.Errorf("reload: signal %v to pid %d from %s: %w", s.Signal, pid, s.Path, err)
+	}
+	return nil
+}
+
+// MasterSocket sends "reload" to haproxy's master CLI (haproxy -W -S PATH).
+// The master answers only after the client half-closes, and haproxy 2.6
+// answers nothing: success is the command being read.
+type MasterSocket struct {
+	Path string
+}
+
+// Reload sends the command and waits for the master to close the connection.
+func (m MasterSocket) Reload(ctx context.Context) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", m.Path)
+	if err != nil {
+		return fmt.Errorf("reload: haproxy master socket: %w", err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = c.SetDeadline(deadline)
+	if _, err := io.WriteString(c, "reload\n"); err != nil {
+		return fmt.Errorf("reload: haproxy master socket: %w", err)
+	}
+	if uc, ok := c.(*net.UnixConn); ok {
+		_ = uc.CloseWrite()
+	}
+	out, err := io.ReadAll(c)
+	if err != nil {
+		return fmt.Errorf("reload: haproxy master socket: %w", err)
+	}
+	// haproxy ≥ 2.7 reports the outcome; 2.6 says nothing.
+	if bytes.Contains(out, []byte("Success=0")) || bytes.Contains(out, []byte("Unknown command")) {
+		return fmt.Errorf("reload: haproxy master: %s", bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Command runs a user command (the reload option); a non-zero exit fails.
+type Command struct {
+	Argv    []string
+	Timeout time.Duration
+}
+
+// Reload runs the command with a timeout (30 s unless set).
+func (c Command) Reload(ctx context.Context) error {
+	if len(c.Argv) == 0 {
+		return fmt.Errorf("reload: empty command")
+	}
+	t := c.Timeout
+	if t == 0 {
+		t = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("reload: %s: %w: %s", strings.Join(c.Argv, " "), err, firstLines(strings.TrimSpace(string(out)), 3))
+	}
+	return nil
+}

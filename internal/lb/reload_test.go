@@ -1,0 +1,165 @@
+package lb
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMasterSocketReload reloads a real haproxy in master-worker mode through
+// its master CLI and checks the master counts one reload and runs a new worker.
+func TestMasterSocketReload(t *testing.T) {
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Fatalf("haproxy not found (run hack/install-deps.sh as root): %v", err)
+	}
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg := filepath.Join(dir, "haproxy.cfg")
+	writeTestFile(t, cfg, fmt.Sprintf(`global
+    master-worker
+defaults
+    mode tcp
+    timeout connect 1s
+    timeout client 1s
+    timeout server 1s
+frontend f
+    bind 127.0.0.1:%d
+    default_backend b
+backend b
+    server s 127.0.0.1:1
+`, port))
+	sock := filepath.Join(dir, "master.sock")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "haproxy", "-W", "-db", "-f", cfg, "-S", sock)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("haproxy output:\n%s", out.String())
+		}
+	}()
+	before := waitFor(t, func() (string, bool) {
+		s, err := masterQuery(sock, "show proc")
+		return s, err == nil && strings.Contains(s, "worker")
+	})
+	if err := (MasterSocket{Path: sock}).Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := waitFor(t, func() (string, bool) {
+		s, err := masterQuery(sock, "show proc")
+		return s, err == nil && strings.Contains(s, "master          1 [failed: 0]")
+	})
+	if workerPID(before) == workerPID(after) {
+		t.Errorf("Same worker after the reload:\n%s", after)
+	}
+	if err := (MasterSocket{Path: filepath.Join(dir, "nosuch.sock")}).Reload(ctx); err == nil {
+		t.Error("Expected an error for a missing socket")
+	}
+}
+
+// TestSignalPidfile signals a real process found through a pid file and
+// checks that process is the one that got the signal.
+func TestSignalPidfile(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	pidfile := filepath.Join(dir, "keepalived.pid")
+	writeTestFile(t, pidfile, strconv.Itoa(cmd.Process.Pid)+"\n")
+	if err := (SignalPidfile{Path: pidfile, Signal: syscall.SIGUSR1}).Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGUSR1 {
+		t.Errorf("Process ended with %v, want SIGUSR1", err)
+	}
+	writeTestFile(t, pidfile, "garbage")
+	if err := (SignalPidfile{Path: pidfile, Signal: syscall.SIGHUP}).Reload(context.Background()); err == nil {
+		t.Error("Expected an error for a pid file without a pid")
+	}
+}
+
+func TestCommandReload(t *testing.T) {
+	if err := (Command{Argv: []string{"false"}}).Reload(context.Background()); err == nil {
+		t.Error("Expected an error from a failing command")
+	}
+	if err := (Command{Argv: []string{"true"}}).Reload(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+func masterQuery(sock, q string) (string, error) {
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, q+"\n"); err != nil {
+		return "", err
+	}
+	_ = c.(*net.UnixConn).CloseWrite()
+	b, err := io.ReadAll(c)
+	return string(b), err
+}
+
+func workerPID(showProc string) string {
+	for _, l := range strings.Split(showProc, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "worker" {
+			return f[0]
+		}
+	}
+	return ""
+}
+
+// waitFor polls cond for up to 10 s (a bound for a stuck process, not a
+// timing assertion) and returns its last value.
+func waitFor(t *testing.T, cond func() (string, bool)) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, ok := cond()
+		if ok {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Condition not met within 10 s; last: %q", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func writeTestFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,106 @@
+package lb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/lb/netnstest"
+)
+
+// labTools returns Tools that run keepalived and haproxy inside a network
+// namespace made for the test, holding an eth0 (keepalived -t checks that the
+// interface exists), so the result does not depend on the host's links.
+func labTools(t testing.TB) Tools {
+	t.Helper()
+	for _, tool := range []string{"keepalived", "haproxy"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found (run hack/install-deps.sh as root): %v", tool, err)
+		}
+	}
+	ns := netnstest.New(t, "lb")
+	return Tools{Wrap: []string{"ip", "netns", "exec", ns}, Dir: t.TempDir(), Timeout: 3 * time.Second}
+}
+
+func TestValidateGoldenWithRealTools(t *testing.T) {
+	tools := labTools(t)
+	ctx := context.Background()
+	for _, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []struct {
+				kind Kind
+				file string
+			}{{Keepalived, ".keepalived.conf.golden"}, {HAProxyCfg, ".haproxy.cfg.golden"}} {
+				b, err := os.ReadFile(filepath.Join("testdata", tc.name+k.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tools.Validate(ctx, k.kind, b); err != nil {
+					t.Errorf("%s rejects %s: %v", k.kind, tc.name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestValidateRejectsBroken breaks a good render in ways a template or plan
+// bug could, checks the real tool refuses each one, and that the validate →
+// write step then leaves the good file in place.
+func TestValidateRejectsBroken(t *testing.T) {
+	tools := labTools(t)
+	ctx := context.Background()
+	p, err := Desired(cluster(3, false), config(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodK, _ := RenderKeepalived(p)
+	goodH, _ := RenderHAProxy(p)
+	dir := t.TempDir()
+	live := map[Kind]string{Keepalived: filepath.Join(dir, "keepalived.conf"), HAProxyCfg: filepath.Join(dir, "haproxy.cfg")}
+	for k, good := range map[Kind][]byte{Keepalived: goodK, HAProxyCfg: goodH} {
+		if changed, err := Install(ctx, tools, k, live[k], good); err != nil || !changed {
+			t.Fatalf("Good %s: changed=%v err=%v", k, changed, err)
+		}
+	}
+	tests := []struct {
+		name     string
+		kind     Kind
+		old, new string
+	}{
+		{"keepalived v2 with a sub-second interval", Keepalived, "vrrp_version 3", "vrrp_version 2"},
+		{"keepalived unknown interface", Keepalived, "interface eth0", "interface idnsv-nosuch"},
+		{"keepalived vrid out of range", Keepalived, "virtual_router_id 222", "virtual_router_id 300"},
+		{"keepalived unbalanced braces (hangs -t: the timeout rejects it)", Keepalived, "    track_file {", "    track_file {{"},
+		{"keepalived auth with v3", Keepalived, "    priority 100\n", "    priority 100\n    authentication {\n        auth_type PASS\n        auth_pass ocp4\n    }\n"},
+		{"haproxy unknown backend", HAProxyCfg, "default_backend ocp4_api", "default_backend ocp4_nosuch"},
+		{"haproxy bad server address", HAProxyCfg, "198.51.100.12:6443", "198.51.100.300:6443"},
+		{"haproxy missing timeouts (warning)", HAProxyCfg, "    timeout connect 5s\n", ""},
+		{"haproxy duplicate server", HAProxyCfg, "server master-1 ", "server master-0 "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			good := map[Kind][]byte{Keepalived: goodK, HAProxyCfg: goodH}[tc.kind]
+			bad := bytes.Replace(good, []byte(tc.old), []byte(tc.new), 1)
+			if bytes.Equal(bad, good) {
+				t.Fatalf("%q not found in the render", tc.old)
+			}
+			changed, err := Install(ctx, tools, tc.kind, live[tc.kind], bad)
+			var ve *ValidationError
+			if !errors.As(err, &ve) || changed {
+				t.Fatalf("Install: changed=%v err=%v, want a ValidationError", changed, err)
+			}
+			onDisk, err := os.ReadFile(live[tc.kind])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(onDisk, good) {
+				t.Error("The live file changed after a rejected render")
+			}
+		})
+	}
+}

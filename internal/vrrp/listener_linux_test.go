@@ -1,0 +1,150 @@
+package vrrp
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/lb/netnstest"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestListenerKeepalived runs a real keepalived (vrrp_version 3, advert_int
+// 0.1) in one network namespace made for the test and the Listener in a
+// second one on the same veth link, and checks the adverts it decodes: the
+// parser and the socket code against the real sender, for both families.
+func TestListenerKeepalived(t *testing.T) {
+	for _, tool := range []string{"keepalived"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found (run hack/install-deps.sh as root): %v", tool, err)
+		}
+	}
+	router, listener := netnstest.Pair(t, "vrrp")
+
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "keepalived.conf")
+	writeFile(t, conf, `global_defs {
+    vrrp_version 3
+}
+vrrp_instance idnsv_v4 {
+    state BACKUP
+    interface eth0
+    virtual_router_id 14
+    priority 140
+    advert_int 0.1
+    virtual_ipaddress {
+        192.0.2.5/32
+    }
+}
+vrrp_instance idnsv_v6 {
+    state BACKUP
+    interface eth0
+    virtual_router_id 14
+    priority 140
+    advert_int 0.1
+    virtual_ipaddress {
+        2001:db8::5/128
+    }
+}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", router, "keepalived", "-n", "-l", "-D",
+		"-f", conf, "-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(unix.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("keepalived output:\n%s", out.String())
+		}
+	})
+
+	var mu sync.Mutex
+	seen := map[bool]Observation{}
+	got := make(chan struct{})
+	l := &Listener{Interface: "eth0", Handle: func(o Observation) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[o.Source.Is6()] = o
+		if len(seen) == 2 {
+			select {
+			case <-got:
+			default:
+				close(got)
+			}
+		}
+	}, Invalid: func(err error) { t.Logf("Invalid packet: %v", err) }}
+
+	lctx, lcancel := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() {
+		// The sockets are made on this thread, inside the listener's namespace;
+		// the thread is never unlocked, so Go discards it afterwards.
+		runtime.LockOSThread()
+		if err := netnstest.Enter(listener); err != nil {
+			runErr <- err
+			return
+		}
+		runErr <- l.Run(lctx)
+	}()
+	select {
+	case <-got:
+	case err := <-runErr:
+		t.Fatalf("Listener stopped early: %v", err)
+	case <-ctx.Done():
+		t.Fatal("No adverts of both families within 20 s")
+	}
+	lcancel()
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	v4, v6 := seen[false], seen[true]
+	if v4.Source != netip.MustParseAddr("198.51.100.11") {
+		t.Errorf("IPv4 source = %s", v4.Source)
+	}
+	if !v6.Source.IsLinkLocalUnicast() {
+		t.Errorf("IPv6 source = %s, want the router's link-local address", v6.Source)
+	}
+	for fam, o := range map[string]Observation{"v4": v4, "v6": v6} {
+		a := o.Advert
+		if a.Version != 3 || a.VRID != 14 || a.Priority != 140 || a.Interval != 100*time.Millisecond {
+			t.Errorf("%s advert = %+v", fam, a)
+		}
+	}
+	if len(v4.Advert.Addresses) != 1 || v4.Advert.Addresses[0] != netip.MustParseAddr("192.0.2.5") {
+		t.Errorf("IPv4 addresses = %v", v4.Advert.Addresses)
+	}
+	if g := globalAddrs(v6.Advert.Addresses); len(g) != 1 || g[0] != netip.MustParseAddr("2001:db8::5") {
+		t.Errorf("IPv6 addresses = %v", v6.Advert.Addresses)
+	}
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package vrrp
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// DeleteAddr is only implemented on Linux, where keepalived runs.
+func DeleteAddr(_ string, _ netip.Prefix) error {
+	return errors.New("deleting addresses is only supported on linux")
+}

@@ -1,0 +1,406 @@
+package lbconfig
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/vrrp"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Start resolves what the Corefile left to the host (node name, interface,
+// templates, API access) and starts the controller. Errors here stop CoreDNS
+// from starting, so a wrong option is seen at once, not at the first render.
+func (l *LBConfig) Start() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel != nil {
+		return nil
+	}
+	ctl, err := l.build()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	l.done = make(chan struct{})
+	go func() {
+		defer close(l.done)
+		l.run(ctx, ctl)
+	}()
+	return nil
+}
+
+// Stop stops the controller and waits for it; safe to call more than once.
+func (l *LBConfig) Stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel == nil {
+		return
+	}
+	l.cancel()
+	<-l.done
+	l.cancel = nil
+}
+
+func (l *LBConfig) build() (*lb.Controller, error) {
+	cfg := l.cfg
+	if cfg.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("node name: %w", err)
+		}
+		cfg.NodeName = strings.ToLower(h)
+	}
+	if cfg.Interface == "" || cfg.Interface == "auto" {
+		name, ips, err := lb.InterfaceFor(cfg.APIVIPs[0])
+		if err != nil {
+			return nil, fmt.Errorf("interface auto: %w", err)
+		}
+		cfg.Interface = name
+		if cfg.NodeIPs == nil && cfg.Unicast {
+			cfg.NodeIPs = ips
+		}
+	}
+	ids, err := vrrp.ClusterIDs(cfg.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RouterIDs, err = ids.Override(cfg.RouterIDs.API, cfg.RouterIDs.Ingress); err != nil {
+		return nil, fmt.Errorf("router-ids: %w", err)
+	}
+
+	var texts [2]string
+	var outs []lb.Output
+	for i, k := range []lb.Kind{lb.Keepalived, lb.HAProxyCfg} {
+		o := l.outputs[k]
+		if o.path == "" {
+			continue
+		}
+		if o.template != "" {
+			b, err := os.ReadFile(o.template)
+			if err != nil {
+				return nil, fmt.Errorf("%s template: %w", k, err)
+			}
+			texts[i] = string(b)
+		}
+		tool := l.tools.Keepalived
+		if k == lb.HAProxyCfg {
+			tool = l.tools.HAProxy
+		}
+		if len(l.tools.Wrap) == 0 {
+			if _, err := exec.LookPath(cmp.Or(tool, string(k))); err != nil {
+				return nil, fmt.Errorf("%s is needed to validate %s: %w", k, o.path, err)
+			}
+		}
+		outs = append(outs, lb.Output{Kind: k, Path: o.path, Reloader: reloader(k, l.reload[k])})
+	}
+	tpl, err := lb.ParseTemplates(texts[0], texts[1])
+	if err != nil {
+		return nil, err
+	}
+
+	if !l.haveAPI() && len(cfg.StaticBackends) == 0 {
+		return nil, errors.New("no kubeconfig, no in-cluster config and no static backends: nothing to render from")
+	}
+
+	ctl := &lb.Controller{
+		Config:    cfg,
+		Templates: tpl,
+		Validator: l.tools,
+		Outputs:   outs,
+		Log:       log,
+		Hooks: lb.Hooks{
+			Refused:  func(error) { refusedCount.Inc() },
+			Rendered: func() { rendersCount.Inc() },
+			Invalid:  func(k lb.Kind, _ error) { validationFailures.WithLabelValues(string(k)).Inc() },
+			Written:  func(k lb.Kind) { writesCount.WithLabelValues(string(k)).Inc() },
+			Reloaded: func(k lb.Kind, err error) {
+				reloadsCount.WithLabelValues(string(k), map[bool]string{true: "success", false: "failure"}[err == nil]).Inc()
+			},
+			Succeeded: func(t time.Time) {
+				l.applied.Store(true)
+				lastSuccess.Set(float64(t.UnixNano()) / 1e9)
+			},
+		},
+	}
+	return ctl, nil
+}
+
+// run owns the output files for its lifetime. During a CoreDNS reload the new
+// instance starts before the old one stops; the per-path lock makes the new
+// one wait, so two controllers never write and reload the same files at once.
+func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller) {
+	var paths []string
+	for _, o := range ctl.Outputs {
+		paths = append(paths, o.Path)
+	}
+	release, err := lockPaths(ctx, paths)
+	if err != nil {
+		return // cancelled while waiting
+	}
+	defer release()
+
+	if _, ok := l.outputs[lb.Keepalived]; ok {
+		defer l.startProbers(ctx, ctl.Config)()
+		if l.guardWindow > 0 {
+			gd := newGuard(ctl.Config.Interface, l.guardWindow)
+			defer gd.run(ctx)()
+			ctl.Gate = gd.gate
+		}
+		if r := l.reload[lb.Keepalived]; r.method == "pidfile" {
+			defer l.startVIPChecker(ctx, ctl.Config, r.path)()
+		}
+	}
+	status := &vipStatus{cfg: ctl.Config, namespace: l.statusNS}
+	statusDone := make(chan struct{})
+	go func() {
+		defer close(statusDone)
+		status.run(ctx)
+	}()
+	defer func() { <-statusDone }()
+
+	if !l.haveAPI() {
+		retryLoop(ctx, func() (bool, error) { return false, ctl.Apply(ctx, lb.Snapshot{}) })
+		<-ctx.Done()
+		return
+	}
+
+	// One apply at a time, and the bootstrap render never after the first
+	// snapshot from the API: it checks under the same lock the watcher's
+	// handler takes, after the watcher has marked itself synced.
+	var applyMu sync.Mutex
+	o := kube.NewOptions()
+	o.IngressNamespace, o.IngressService = l.ingressNS, l.ingressName
+	var w atomic.Pointer[kube.Watcher]
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if len(ctl.Config.StaticBackends) > 0 {
+		// Bootstrap: render from the static backends until the API answers.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			retryLoop(ctx, func() (bool, error) {
+				applyMu.Lock()
+				defer applyMu.Unlock()
+				if ww := w.Load(); ww != nil && ww.HasSynced() {
+					return true, nil
+				}
+				return false, ctl.Apply(ctx, lb.Snapshot{})
+			})
+		}()
+	}
+	client := l.waitClient(ctx)
+	if client == nil {
+		return // cancelled
+	}
+	status.client.Store(&client)
+	watcher := kube.New(client, o)
+	w.Store(watcher)
+	l.watcher.Store(watcher)
+	err = watcher.Run(ctx, func(ctx context.Context, s lb.Snapshot) error {
+		applyMu.Lock()
+		defer applyMu.Unlock()
+		return ctl.Apply(ctx, s)
+	})
+	if err != nil {
+		log.Errorf("watch: %v", err)
+	}
+}
+
+// retryLoop calls f with backoff (200 ms doubling to 30 s) until it reports
+// done, or succeeds, or ctx ends. done without error ends it too.
+func retryLoop(ctx context.Context, f func() (done bool, err error)) {
+	delay := 200 * time.Millisecond
+	for {
+		done, err := f()
+		if done || err == nil {
+			return
+		}
+		log.Warningf("apply: %v (retry in %s)", err, delay)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+// startProbers keeps the track files of the configured VIPs in step with
+// their health checks; they stop with ctx, and the returned func waits for them.
+func (l *LBConfig) startProbers(ctx context.Context, cfg lb.Config) (wait func()) {
+	var wg sync.WaitGroup
+	for kind, vips := range map[string][]netip.Addr{"api": cfg.APIVIPs, "ingress": cfg.IngressVIPs} {
+		url := l.health[kind]
+		if kind == "api" && url == "" {
+			url = lb.APIHealthURL(cfg)
+		}
+		if len(vips) == 0 || url == "none" {
+			continue
+		}
+		path := lb.TrackPath(cfg, kind)
+		p := &lb.Prober{URL: url, Path: path, Interval: lb.DefaultProbeInterval, Rise: 2, Fall: 2,
+			Changed: func(ok bool) {
+				log.Infof("%s health %s: %s", kind, map[bool]string{true: "ok", false: "failing"}[ok], path)
+			},
+			WriteFailed: func(err error) { log.Warningf("%s health: %v", kind, err) },
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Run(ctx)
+		}()
+	}
+	return wg.Wait
+}
+
+// startVIPChecker removes VIPs a dead keepalived left on the interface
+// (only when keepalived's pid file tells whether it runs); the returned func
+// waits for it to stop.
+func (l *LBConfig) startVIPChecker(ctx context.Context, cfg lb.Config, pidfile string) (wait func()) {
+	v := &vrrp.VIPChecker{
+		Interface: cfg.Interface,
+		VIPs:      slices.Concat(cfg.APIVIPs, cfg.IngressVIPs),
+		Alive:     vrrp.PidAlive(pidfile, "keepalived"),
+		Interval:  time.Second,
+		Confirm:   3,
+		Removed: func(p netip.Prefix, err error) {
+			if err != nil {
+				log.Errorf("keepalived is not running (%s) but %s is on %s and cannot be removed: %v", pidfile, p, cfg.Interface, err)
+				return
+			}
+			staleVIPsRemoved.Inc()
+			log.Warningf("keepalived is not running (%s): removed %s it left on %s", pidfile, p, cfg.Interface)
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = v.Run(ctx)
+	}()
+	return func() { <-done }
+}
+
+// haveAPI says whether an API server can be reached in principle: a
+// kubeconfig option, an in-cluster environment or $KUBECONFIG.
+func (l *LBConfig) haveAPI() bool {
+	return l.newClient != nil || l.kubeconfig != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" || os.Getenv("KUBECONFIG") != ""
+}
+
+// waitClient builds the client, retrying with backoff: on a bootstrap node
+// the kubeconfig may appear only after CoreDNS has started.
+func (l *LBConfig) waitClient(ctx context.Context) kubernetes.Interface {
+	delay := time.Second
+	for {
+		c, err := l.client()
+		if err == nil && c != nil {
+			return c
+		}
+		if err == nil {
+			err = errors.New("no configuration found")
+		}
+		log.Warningf("kubernetes client: %v (retry in %s)", err, delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+func (l *LBConfig) client() (kubernetes.Interface, error) {
+	if l.newClient != nil {
+		return l.newClient()
+	}
+	var rc *rest.Config
+	var err error
+	switch {
+	case l.kubeconfig != "":
+		rc, err = clientcmd.BuildConfigFromFlags("", l.kubeconfig)
+	default:
+		rc, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			if p := os.Getenv("KUBECONFIG"); p != "" {
+				rc, err = clientcmd.BuildConfigFromFlags("", p)
+			} else {
+				return nil, nil
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.UserAgent = "infradns-lbconfig"
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
+}
+
+func reloader(k lb.Kind, r reloadSpec) lb.Reloader {
+	switch r.method {
+	case "pidfile":
+		sig := syscall.SIGHUP // keepalived
+		if k == lb.HAProxyCfg {
+			sig = syscall.SIGUSR2 // haproxy's master in -W mode
+		}
+		return lb.SignalPidfile{Path: r.path, Signal: sig}
+	case "socket":
+		return lb.MasterSocket{Path: r.path}
+	case "command":
+		return lb.Command{Argv: r.argv}
+	}
+	return nil
+}
+
+var (
+	locksMu sync.Mutex
+	locks   = map[string]chan struct{}{}
+)
+
+func lockPaths(ctx context.Context, paths []string) (func(), error) {
+	paths = slices.Clone(paths)
+	slices.Sort(paths) // one order for everyone: no deadlock between instances
+	var held []chan struct{}
+	release := func() {
+		for _, ch := range held {
+			<-ch
+		}
+	}
+	for _, p := range paths {
+		locksMu.Lock()
+		ch, ok := locks[p]
+		if !ok {
+			ch = make(chan struct{}, 1)
+			locks[p] = ch
+		}
+		locksMu.Unlock()
+		select {
+		case ch <- struct{}{}:
+			held = append(held, ch)
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		}
+	}
+	return release, nil
+}

@@ -1,0 +1,93 @@
+// Package lbconfig implements the lbconfig plugin: it keeps the keepalived and
+// haproxy configuration of a node in step with the cluster. It serves no DNS;
+// it lives in CoreDNS so the one static pod every node runs carries it.
+package lbconfig
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/lb"
+
+	"github.com/miekg/dns"
+	"k8s.io/client-go/kubernetes"
+)
+
+// LBConfig is the lbconfig handler and the owner of its controller.
+type LBConfig struct {
+	Next plugin.Handler
+
+	cfg         lb.Config
+	kubeconfig  string
+	ingressNS   string
+	ingressName string
+	outputs     map[lb.Kind]output
+	reload      map[lb.Kind]reloadSpec
+	// health maps a VIP kind ("api", "ingress") to the URL whose answer
+	// feeds its track file; "none" leaves the file to someone else.
+	health map[string]string
+	// guardWindow is how long to listen for other VRRP routers before the
+	// first keepalived write; 0 turns the guard off.
+	guardWindow time.Duration
+	// statusNS, when set, is the namespace of the VIP holder Leases.
+	statusNS string
+	// tools validates renders; tests point it into a network namespace.
+	tools lb.Tools
+	// newClient replaces the kubeconfig lookup in tests (a fake clientset).
+	newClient func() (kubernetes.Interface, error)
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	watcher atomic.Pointer[kube.Watcher]
+	// applied is set after the first successful apply (static mode's readiness).
+	applied atomic.Bool
+}
+
+type output struct {
+	path     string
+	template string
+}
+
+// reloadSpec is a parsed reload option: pidfile, socket, none or command.
+type reloadSpec struct {
+	method string
+	path   string
+	argv   []string
+}
+
+// Default reload targets: keepalived's own pid file, and the master socket
+// the haproxy static pod is started with (haproxy -W -S).
+const (
+	DefaultKeepalivedPidfile = "/run/keepalived.pid"
+	DefaultHAProxySocket     = "/run/haproxy/master.sock"
+)
+
+// New returns an LBConfig with the defaults.
+func New() *LBConfig {
+	return &LBConfig{
+		cfg:         lb.NewConfig(),
+		ingressNS:   kube.DefaultIngressNamespace,
+		ingressName: kube.DefaultIngressService,
+		outputs:     map[lb.Kind]output{},
+		health:      map[string]string{"ingress": lb.DefaultIngressHealthURL},
+		guardWindow: DefaultGuardWindow,
+		reload: map[lb.Kind]reloadSpec{
+			lb.Keepalived: {method: "pidfile", path: DefaultKeepalivedPidfile},
+			lb.HAProxyCfg: {method: "socket", path: DefaultHAProxySocket},
+		},
+	}
+}
+
+// ServeDNS implements the plugin.Handler interface: lbconfig answers nothing.
+func (l *LBConfig) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	return plugin.NextOrFailure(l.Name(), l.Next, ctx, w, r)
+}
+
+// Name implements the plugin.Handler interface.
+func (l *LBConfig) Name() string { return pluginName }

@@ -1,0 +1,65 @@
+package lbconfig
+
+import (
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	rendersCount = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "renders_total",
+		Help:      "Counter of configurations rendered from a cluster snapshot.",
+	})
+	refusedCount = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "refused_snapshots_total",
+		Help:      "Counter of snapshots not rendered (no nodes, backends or peers); the last good files were kept.",
+	})
+	validationFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "validation_failures_total",
+		Help:      "Counter of renders rejected by keepalived -t or haproxy -c, by file; the old file was kept.",
+	}, []string{"file"})
+	writesCount = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "writes_total",
+		Help:      "Counter of configuration files replaced, by file.",
+	}, []string{"file"})
+	reloadsCount = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "reloads_total",
+		Help:      "Counter of reloads of keepalived or haproxy, by file and result (success, failure).",
+	}, []string{"file", "result"})
+	vrrpConflicts = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "vrrp_conflicts",
+		Help:      "Other VRRP routers on the link that clash with this node's instances, by kind (foreign-addresses, vip-under-other-id, unknown-peer).",
+	}, []string{"kind"})
+	staleVIPsRemoved = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "stale_vips_removed_total",
+		Help:      "Counter of VIPs removed from the interface because keepalived was not running (killed with SIGKILL).",
+	})
+	vipHeld = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "vip_held",
+		Help:      "Whether this node holds the VIP (1) or not (0), by vip and kind (api, ingress).",
+	}, []string{"vip", "kind"})
+	lastSuccess = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "last_success_timestamp_seconds",
+		Help:      "Time of the last snapshot whose files were all valid, written and reloaded.",
+	})
+)

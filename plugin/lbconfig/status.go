@@ -1,0 +1,97 @@
+package lbconfig
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/vrrp"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// Lease timing: renewed every leaseRenew while held, so a dead holder's
+// lease shows expired after leaseDuration.
+const (
+	leaseRenew    = 10 * time.Second
+	leaseDuration = 30 * time.Second
+)
+
+// vipStatus reports which VIPs this node holds: the vip_held metric every
+// second and, with the status-lease option, a Lease per VIP.
+type vipStatus struct {
+	cfg       lb.Config
+	namespace string
+	client    atomic.Pointer[kubernetes.Interface]
+}
+
+type vipInfo struct {
+	addr  netip.Addr
+	kind  string
+	lease string
+}
+
+func (v *vipStatus) vips() []vipInfo {
+	var out []vipInfo
+	for kind, as := range map[string][]netip.Addr{"api": v.cfg.APIVIPs, "ingress": v.cfg.IngressVIPs} {
+		for _, a := range as {
+			fam := "v4"
+			if a.Is6() {
+				fam = "v6"
+			}
+			out = append(out, vipInfo{addr: a, kind: kind, lease: fmt.Sprintf("%s-%s-vip-%s", v.cfg.Cluster, kind, fam)})
+		}
+	}
+	return out
+}
+
+func (v *vipStatus) run(ctx context.Context) {
+	vips := v.vips()
+	all := make([]netip.Addr, len(vips))
+	for i, x := range vips {
+		all[i] = x.addr
+	}
+	since := map[netip.Addr]time.Time{}
+	renewed := map[netip.Addr]time.Time{}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		held, err := vrrp.Held(v.cfg.Interface, all)
+		if err == nil {
+			now := time.Now()
+			for _, x := range vips {
+				if !slices.Contains(held, x.addr) {
+					delete(since, x.addr)
+					delete(renewed, x.addr)
+					vipHeld.WithLabelValues(x.addr.String(), x.kind).Set(0)
+					continue
+				}
+				vipHeld.WithLabelValues(x.addr.String(), x.kind).Set(1)
+				if _, ok := since[x.addr]; !ok {
+					since[x.addr] = now
+					log.Infof("this node holds the %s vip %s", x.kind, x.addr)
+				}
+				c := v.client.Load()
+				if v.namespace == "" || c == nil || now.Sub(renewed[x.addr]) < leaseRenew {
+					continue
+				}
+				h := kube.HolderLease{Client: *c, Namespace: v.namespace, Duration: leaseDuration}
+				if err := h.Renew(ctx, x.lease, v.cfg.NodeName, since[x.addr]); err != nil {
+					log.Warningf("vip status: %v", err)
+					continue
+				}
+				renewed[x.addr] = now
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package lbconfig
+
+import (
+	"context"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/lb/netnstest"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestVIPStatusLease puts the API VIP on eth0 of a namespace made for the
+// test, as keepalived does on the holder, and checks the status loop
+// (running inside that namespace) records this node as holder in a Lease.
+func TestVIPStatusLease(t *testing.T) {
+	ns := netnstest.New(t, "st")
+	netnstest.Run(t, "-n", ns, "addr", "add", "192.0.2.5/32", "dev", "eth0")
+	cfg := lb.NewConfig()
+	cfg.Cluster, cfg.NodeName, cfg.Interface = "ocp4", "master-0", "eth0"
+	cfg.APIVIPs = []netip.Addr{netip.MustParseAddr("192.0.2.5")}
+	cfg.IngressVIPs = []netip.Addr{netip.MustParseAddr("192.0.2.10")}
+	st := &vipStatus{cfg: cfg, namespace: "openshift-kni-infra"}
+	var client kubernetes.Interface = fake.NewClientset()
+	st.client.Store(&client)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := netnstest.Enter(ns); err != nil {
+			done <- err
+			return
+		}
+		st.run(ctx)
+		done <- nil
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	var holder string
+	for time.Now().Before(deadline) {
+		l, err := client.CoordinationV1().Leases("openshift-kni-infra").Get(ctx, "ocp4-api-vip-v4", metav1.GetOptions{})
+		if err == nil && l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if holder != "master-0" {
+		t.Errorf("API VIP lease holder = %q, want master-0", holder)
+	}
+	if _, err := client.CoordinationV1().Leases("openshift-kni-infra").Get(context.Background(), "ocp4-ingress-vip-v4", metav1.GetOptions{}); err == nil {
+		t.Error("Lease written for the ingress VIP this node does not hold")
+	}
+}

@@ -1,0 +1,253 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/kubetest"
+	"github.com/infradns/infradns/test/e2e/lab"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestLBConfigAgainstKubeAPIServer runs bin/coredns with the lbconfig plugin
+// against a real kube-apiserver: EndpointSlice changes must reach haproxy's
+// file within a second, and an API outage of 60 s must leave the file
+// untouched and the process running. keepalived's output is not rendered
+// here: keepalived -t refuses VRRP on lo, and a real interface needs a lab
+// namespace (the lab e2e covers it). It stays on the host: reloads, the
+// VRRP guard and health checks are off, so it only renders, validates with
+// the real keepalived and haproxy and writes files in a temporary directory.
+func TestLBConfigAgainstKubeAPIServer(t *testing.T) {
+	c := kubetest.Start(t)
+	ctx := context.Background()
+
+	ready := true
+	port := int32(6443)
+	portName := "https"
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "master-0", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
+		Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.10"}}},
+	}
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"198.51.100.10"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
+	}
+	if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	haproxy := filepath.Join(dir, "haproxy.cfg")
+	corefile := filepath.Join(dir, "Corefile")
+	dnsPort := freeUDPPort(t)
+	conf := fmt.Sprintf(`.:%d {
+    bind 127.0.0.1
+    lbconfig {
+        cluster ocp4
+        api-vip 192.0.2.5
+        interface lo
+        node master-0
+        kubeconfig %s
+        haproxy %s
+        reload keepalived none
+        reload haproxy none
+        health-check api none
+        health-check ingress none
+        vrrp-guard off
+        track-dir %s
+    }
+    whoami
+}
+`, dnsPort, c.Kubeconfig, haproxy, dir)
+	if err := os.WriteFile(corefile, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "coredns.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lab.Binary(t, "coredns"), "-conf", corefile)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "coredns.log"))
+			t.Logf("coredns.log:\n%s", b)
+		}
+	})
+
+	contains := func(path, s string) func() error {
+		return func() error {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if !bytes.Contains(b, []byte(s)) {
+				return fmt.Errorf("%s has no %q", filepath.Base(path), s)
+			}
+			return nil
+		}
+	}
+	lab.Eventually(t, 20*time.Second, 20*time.Millisecond, "first render", func() error {
+		return contains(haproxy, "198.51.100.10:6443")()
+	})
+
+	// Each change adds or removes one ready apiserver; the time runs from
+	// just before the API call to the file on disk showing it.
+	addrs := []string{"198.51.100.10"}
+	change := func(i int) time.Duration {
+		t.Helper()
+		var want string
+		var gone bool
+		if i%2 == 0 {
+			want = fmt.Sprintf("198.51.100.%d", 20+i)
+			addrs = append(addrs, want)
+		} else {
+			want = addrs[len(addrs)-1]
+			addrs = addrs[:len(addrs)-1]
+			gone = true
+		}
+		began := time.Now()
+		sl, err := c.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl.Endpoints = []discoveryv1.Endpoint{{Addresses: slices.Clone(addrs), Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}
+		if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lab.Eventually(t, 5*time.Second, 2*time.Millisecond, "change "+want, func() error {
+			err := contains(haproxy, want+":6443")()
+			if gone {
+				if err == nil {
+					return fmt.Errorf("%s still in haproxy.cfg", want)
+				}
+				return nil
+			}
+			return err
+		})
+		return time.Since(began)
+	}
+	measure := func(label string, n, from int) {
+		t.Helper()
+		var d []time.Duration
+		for i := range n {
+			d = append(d, change(from+i))
+		}
+		slices.Sort(d)
+		t.Logf("measure: %s change → haproxy.cfg over %d changes: min %v median %v max %v", label, n,
+			d[0].Round(time.Millisecond), d[n/2].Round(time.Millisecond), d[n-1].Round(time.Millisecond))
+		if d[n-1] > time.Second {
+			t.Errorf("%s: slowest change took %v, want < 1 s", label, d[n-1])
+		}
+	}
+	measure("before outage", 12, 0)
+
+	// An outage of 60 s: the files stay as they were and coredns runs on.
+	before := map[string][]byte{}
+	stat := map[string]time.Time{}
+	for _, p := range []string{haproxy} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[p], stat[p] = b, st.ModTime()
+	}
+	c.StopFor(60 * time.Second)
+	select {
+	case err := <-exited:
+		t.Fatalf("coredns exited during the API outage: %v", err)
+	default:
+	}
+	for _, p := range []string{haproxy} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, before[p]) || !st.ModTime().Equal(stat[p]) {
+			t.Errorf("%s changed during the API outage:\n%s", filepath.Base(p), b)
+		}
+		if !strings.Contains(string(b), "198.51.100.10") {
+			t.Errorf("%s lost its content during the outage", filepath.Base(p))
+		}
+	}
+
+	// After the restart the informers resume on their own; the first
+	// change may wait for the watch to be re-established (client-go backs off
+	// up to 30 s with jitter after a long outage).
+	lab.Eventually(t, 90*time.Second, 100*time.Millisecond, "first change after restart", func() error {
+		sl, err := c.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(sl.Endpoints, func(e discoveryv1.Endpoint) bool { return slices.Contains(e.Addresses, "198.51.100.99") }) {
+			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{"198.51.100.99"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+			if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+		return contains(haproxy, "198.51.100.99:6443")()
+	})
+	// Back to the measured state, then measure again.
+	sl, err := c.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.Endpoints = []discoveryv1.Endpoint{{Addresses: slices.Clone(addrs), Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}
+	if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lab.Eventually(t, 5*time.Second, 10*time.Millisecond, "198.51.100.99 removed", func() error {
+		if contains(haproxy, "198.51.100.99")() == nil {
+			return fmt.Errorf("198.51.100.99 still in haproxy.cfg")
+		}
+		return nil
+	})
+	measure("after outage", 10, 100)
+}
+
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return pc.LocalAddr().(*net.UDPAddr).Port
+}
