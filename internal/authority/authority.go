@@ -54,10 +54,11 @@ const nsLabel = "ns.dns."
 // Authority is embedded (by value) in each member. Until Link runs it behaves as if
 // the member were alone in the server block.
 type Authority struct {
-	zones  map[string]*zone
-	later  []string // zones served by members after this one in the chain
-	falls  []fall.F // fallthrough settings of every member, this one included
-	serial uint32
+	zones   map[string]*zone
+	origins []string // the member's zones, longest first, for Match
+	later   []string // zones served by members after this one in the chain
+	falls   []fall.F // fallthrough settings of every member, this one included
+	serial  uint32
 }
 
 type zone struct {
@@ -73,6 +74,7 @@ func New(origins []string, ttl uint32, f fall.F) Authority {
 	for _, o := range origins {
 		a.zones[o] = &zone{origin: o, ns: nsLabel + o, dnsENT: "dns." + o, ttl: ttl}
 	}
+	a.origins = longestFirst(origins)
 	return a
 }
 
@@ -119,16 +121,15 @@ func (a *Authority) LinkMembers(members []Member, self Member) {
 
 // Own answers the names the authority itself owns: the apex (SOA, NS, else
 // NODATA) and the nameserver name. It reports whether it wrote a reply.
-func (a *Authority) Own(w dns.ResponseWriter, r *dns.Msg, state request.Request, origin string) (bool, Result) {
+func (a *Authority) Own(w dns.ResponseWriter, r *dns.Msg, q Query, origin string) (bool, Result) {
 	z := a.zones[origin]
 	if z == nil {
 		return false, ""
 	}
-	qname := state.Name()
-	switch qname {
+	switch q.Name {
 	case z.origin:
 		m := a.reply(r)
-		switch state.QType() {
+		switch q.Type {
 		case dns.TypeSOA:
 			m.Answer = []dns.RR{a.soa(z)}
 		case dns.TypeNS:
@@ -140,7 +141,7 @@ func (a *Authority) Own(w dns.ResponseWriter, r *dns.Msg, state request.Request,
 		return true, resultOf(m)
 	case z.ns:
 		m := a.reply(r)
-		if rr := a.localAddr(state, z); rr != nil {
+		if rr := a.localAddr(request.Request{W: w, Req: r}, z); rr != nil {
 			m.Answer = []dns.RR{rr}
 		} else {
 			m.Ns = []dns.RR{a.soa(z)}
@@ -172,9 +173,9 @@ func (a *Authority) Write(w dns.ResponseWriter, r *dns.Msg, origin string, answe
 // Miss handles a name in origin that the calling member does not own: a later
 // member may own it, else NXDOMAIN with the SOA, or fallthrough when any member
 // asked for it.
-func (a *Authority) Miss(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, state request.Request, origin string, name string, next plugin.Handler) (int, Result, error) {
-	qname := state.Name()
-	if len(a.later) > 0 && plugin.Zones(a.later).Matches(qname) != "" {
+func (a *Authority) Miss(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q Query, origin string, name string, next plugin.Handler) (int, Result, error) {
+	qname := q.Name
+	if matchZone(a.later, qname) != "" {
 		rc, err := plugin.NextOrFailure(name, next, ctx, w, r)
 		return rc, Passed, err
 	}
@@ -191,6 +192,19 @@ func (a *Authority) Miss(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 	}
 	w.WriteMsg(m)
 	return dns.RcodeNameError, NXDomain, nil
+}
+
+// Other answers a name in origin that the calling member does not own itself:
+// the authority's own names (Own), else Miss. Members call it after their own
+// lookup failed, keeping their ServeDNS small: the rarely taken paths do not
+// grow the stack of every query.
+//
+//go:noinline
+func (a *Authority) Other(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q Query, origin string, name string, next plugin.Handler) (int, Result, error) {
+	if ok, res := a.Own(w, r, q, origin); ok {
+		return dns.RcodeSuccess, res, nil
+	}
+	return a.Miss(ctx, w, r, q, origin, name, next)
 }
 
 func (a *Authority) reply(r *dns.Msg) *dns.Msg {

@@ -7,7 +7,6 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	"github.com/coredns/coredns/plugin/test"
-	"github.com/coredns/coredns/request"
 
 	"github.com/miekg/dns"
 )
@@ -72,8 +71,8 @@ func TestLinkMembers(t *testing.T) {
 	req := new(dns.Msg)
 	req.SetQuestion("nothere.ocp4.example.com.", dns.TypeA)
 	rec := dnstest.NewRecorder(&test.ResponseWriter{})
-	state := request.Request{W: rec, Req: req}
-	rc, res, err := b.Miss(context.Background(), rec, req, state, "ocp4.example.com.", "second", test.NextHandler(dns.RcodeRefused, nil))
+	q, _ := NewQuery(req)
+	rc, res, err := b.Miss(context.Background(), rec, req, q, "ocp4.example.com.", "second", test.NextHandler(dns.RcodeRefused, nil))
 	if err != nil || res != Fallthrough || rc != dns.RcodeRefused {
 		t.Errorf("Expected fallthrough to next, got rc %d res %s err %v", rc, res, err)
 	}
@@ -84,7 +83,8 @@ func TestSOA(t *testing.T) {
 	req := new(dns.Msg)
 	req.SetQuestion("OCP4.example.com.", dns.TypeSOA)
 	rec := dnstest.NewRecorder(&test.ResponseWriter{})
-	ok, res := a.Own(rec, req, request.Request{W: rec, Req: req}, "ocp4.example.com.")
+	q, _ := NewQuery(req)
+	ok, res := a.Own(rec, req, q, "ocp4.example.com.")
 	if !ok || res != Answer || len(rec.Msg.Answer) != 1 {
 		t.Fatalf("Expected an SOA answer, got ok=%v res=%s msg=%v", ok, res, rec.Msg)
 	}

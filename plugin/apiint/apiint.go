@@ -6,9 +6,7 @@ import (
 	"context"
 
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/fall"
-	"github.com/coredns/coredns/request"
 
 	"github.com/infradns/infradns/internal/authority"
 	"github.com/infradns/infradns/internal/directive"
@@ -44,30 +42,26 @@ func (a *APIInt) build() {
 	a.Authority = authority.New(a.Zones, a.ttl, a.Fall)
 }
 
-// ServeDNS implements the plugin.Handler interface.
+// ServeDNS implements the plugin.Handler interface. It is kept small: the
+// answer path runs in the query's goroutine, whose stack grows (and is copied)
+// for every frame byte it needs.
 func (a *APIInt) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	state := request.Request{W: w, Req: r}
-	qname := state.Name()
-	zone := plugin.Zones(a.Zones).Matches(qname)
+	q, ok := authority.NewQuery(r)
+	if !ok {
+		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
+	}
+	zone := a.Match(q.Name)
 	if zone == "" {
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
-	if set, ok := a.names[qname]; ok {
-		rc, res := a.Write(w, r, zone, set.RRs(state.QName(), state.QType(), a.ttl))
-		count(ctx, res)
+	if set, ok := a.names[q.Name]; ok {
+		rc, res := a.Write(w, r, zone, set.RRs(q.QName, q.Type, a.ttl))
+		requestCount.Inc(ctx, res)
 		return rc, nil
 	}
-	if ok, res := a.Own(w, r, state, zone); ok {
-		count(ctx, res)
-		return dns.RcodeSuccess, nil
-	}
-	rc, res, err := a.Miss(ctx, w, r, state, zone, a.Name(), a.Next)
-	count(ctx, res)
+	rc, res, err := a.Other(ctx, w, r, q, zone, a.Name(), a.Next)
+	requestCount.Inc(ctx, res)
 	return rc, err
-}
-
-func count(ctx context.Context, res authority.Result) {
-	requestCount.WithLabelValues(metrics.WithServer(ctx), string(res)).Inc()
 }
 
 // Name implements the plugin.Handler interface.

@@ -7,9 +7,7 @@ import (
 	"slices"
 
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/fall"
-	"github.com/coredns/coredns/request"
 
 	"github.com/infradns/infradns/internal/authority"
 	"github.com/infradns/infradns/internal/directive"
@@ -53,47 +51,54 @@ func (a *AppsWildcard) build() {
 	a.Authority = authority.New(a.Zones, a.ttl, a.Fall)
 }
 
-// ServeDNS implements the plugin.Handler interface.
+// ServeDNS implements the plugin.Handler interface. The wildcard answer is the
+// hot path; everything else is in serveOther, so its frame does not grow the
+// stack of every query.
 func (a *AppsWildcard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	state := request.Request{W: w, Req: r}
-	qname := state.Name()
-	zone := plugin.Zones(a.Zones).Matches(qname)
+	q, ok := authority.NewQuery(r)
+	if !ok {
+		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
+	}
+	zone := a.Match(q.Name)
 	if zone == "" {
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
 	for i := range a.wildcards {
 		wc := &a.wildcards[i]
-		if authority.IsBelow(qname, wc.Domain) {
-			rc, res := a.Write(w, r, wc.Zone, wc.Addrs.RRs(state.QName(), state.QType(), wc.TTL))
-			count(ctx, res)
-			return rc, nil
+		if q.Name == wc.Domain {
+			break // a shard's own domain stops the wildcard above it
 		}
-		if qname == wc.Domain {
-			// An existing name stops the wildcard above it (RFC 4592): NODATA.
-			rc, res := a.Write(w, r, wc.Zone, nil)
-			count(ctx, res)
+		if authority.IsBelow(q.Name, wc.Domain) {
+			rc, res := a.Write(w, r, wc.Zone, wc.Addrs.RRs(q.QName, q.Type, wc.TTL))
+			requestCount.Inc(ctx, res)
 			return rc, nil
 		}
 	}
-	if ok, res := a.Own(w, r, state, zone); ok {
-		count(ctx, res)
-		return dns.RcodeSuccess, nil
-	}
-	for i := range a.wildcards {
-		// Names between the zone and a wildcard domain are empty non-terminals.
-		if wc := &a.wildcards[i]; authority.IsBelow(wc.Domain, qname) && (qname == wc.Zone || authority.IsBelow(qname, wc.Zone)) {
-			rc, res := a.Write(w, r, wc.Zone, nil)
-			count(ctx, res)
-			return rc, nil
-		}
-	}
-	rc, res, err := a.Miss(ctx, w, r, state, zone, a.Name(), a.Next)
-	count(ctx, res)
+	rc, res, err := a.serveOther(ctx, w, r, q, zone)
+	requestCount.Inc(ctx, res)
 	return rc, err
 }
 
-func count(ctx context.Context, res authority.Result) {
-	requestCount.WithLabelValues(metrics.WithServer(ctx), string(res)).Inc()
+//go:noinline
+func (a *AppsWildcard) serveOther(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q authority.Query, zone string) (int, authority.Result, error) {
+	for i := range a.wildcards {
+		if wc := &a.wildcards[i]; q.Name == wc.Domain {
+			// An existing name stops the wildcard above it (RFC 4592): NODATA.
+			rc, res := a.Write(w, r, wc.Zone, nil)
+			return rc, res, nil
+		}
+	}
+	if ok, res := a.Own(w, r, q, zone); ok {
+		return dns.RcodeSuccess, res, nil
+	}
+	for i := range a.wildcards {
+		// Names between the zone and a wildcard domain are empty non-terminals.
+		if wc := &a.wildcards[i]; authority.IsBelow(wc.Domain, q.Name) && (q.Name == wc.Zone || authority.IsBelow(q.Name, wc.Zone)) {
+			rc, res := a.Write(w, r, wc.Zone, nil)
+			return rc, res, nil
+		}
+	}
+	return a.Miss(ctx, w, r, q, zone, a.Name(), a.Next)
 }
 
 // Name implements the plugin.Handler interface.

@@ -3,14 +3,16 @@ package appswildcard
 import (
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/infradns/infradns/internal/authority"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// requestCount counts the queries apiint handled, by what it did with them.
-var requestCount = promauto.NewCounterVec(prometheus.CounterOpts{
+// requestCount counts the queries appswildcard handled, by what it did with them.
+var requestCount = authority.NewCounter(promauto.NewCounterVec(prometheus.CounterOpts{
 	Namespace: plugin.Namespace,
 	Subsystem: pluginName,
 	Name:      "requests_total",
 	Help:      "Counter of queries handled by appswildcard, by result (answer, nodata, nxdomain, fallthrough, passed).",
-}, []string{"server", "result"})
+}, []string{"server", "result"}))

@@ -11,9 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/fall"
-	"github.com/coredns/coredns/request"
 
 	"github.com/infradns/infradns/internal/authority"
 	"github.com/infradns/infradns/internal/directive"
@@ -130,31 +128,29 @@ func (m *MDNSNodes) Stop() {
 
 // ServeDNS implements the plugin.Handler interface.
 func (m *MDNSNodes) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	state := request.Request{W: w, Req: r}
-	qname := state.Name()
-	zone := plugin.Zones(m.Zones).Matches(qname)
+	q, ok := authority.NewQuery(r)
+	if !ok {
+		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
+	}
+	zone := m.Match(q.Name)
 	if zone == "" {
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
-	if label, ok := m.nodeLabel(qname, zone); ok {
+	if label, ok := m.nodeLabel(q.Name, zone); ok {
 		if set, ok := m.index.Load().Lookup(label); ok {
-			rc, res := m.Write(w, r, zone, set.RRs(state.QName(), state.QType(), m.ttl))
-			count(ctx, res)
+			rc, res := m.Write(w, r, zone, set.RRs(q.QName, q.Type, m.ttl))
+			requestCount.Inc(ctx, res)
 			return rc, nil
 		}
 		if !m.Ready() {
 			// Not heard the link yet: an NXDOMAIN now would be cached
 			// for a name that is about to exist.
-			count(ctx, "notready")
+			requestCount.Inc(ctx, "notready")
 			return dns.RcodeServerFailure, nil
 		}
 	}
-	if ok, res := m.Own(w, r, state, zone); ok {
-		count(ctx, res)
-		return dns.RcodeSuccess, nil
-	}
-	rc, res, err := m.Miss(ctx, w, r, state, zone, m.Name(), m.Next)
-	count(ctx, res)
+	rc, res, err := m.Other(ctx, w, r, q, zone, m.Name(), m.Next)
+	requestCount.Inc(ctx, res)
 	return rc, err
 }
 
@@ -177,10 +173,6 @@ func (m *MDNSNodes) nodeLabel(qname, zone string) (string, bool) {
 		}
 	}
 	return l, true
-}
-
-func count(ctx context.Context, res authority.Result) {
-	requestCount.WithLabelValues(metrics.WithServer(ctx), string(res)).Inc()
 }
 
 // Name implements the plugin.Handler interface.

@@ -3,18 +3,20 @@ package mdnsnodes
 import (
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/infradns/infradns/internal/authority"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 var (
 	// requestCount counts the queries mdnsnodes handled, by what it did with them.
-	requestCount = promauto.NewCounterVec(prometheus.CounterOpts{
+	requestCount = authority.NewCounter(promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "requests_total",
 		Help:      "Counter of queries handled by mdnsnodes, by result (answer, nodata, nxdomain, fallthrough, passed, notready).",
-	}, []string{"server", "result"})
+	}, []string{"server", "result"}))
 	// nodes is the number of nodes currently served.
 	nodes = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
