@@ -65,6 +65,7 @@ type zone struct {
 	origin string
 	ns     string // ns.dns.<origin>
 	dnsENT string // dns.<origin>, an empty non-terminal above ns
+	mbox   string // hostmaster.<origin>
 	ttl    uint32
 }
 
@@ -72,7 +73,7 @@ type zone struct {
 func New(origins []string, ttl uint32, f fall.F) Authority {
 	a := Authority{zones: make(map[string]*zone, len(origins)), falls: []fall.F{f}, serial: uint32(time.Now().Unix())}
 	for _, o := range origins {
-		a.zones[o] = &zone{origin: o, ns: nsLabel + o, dnsENT: "dns." + o, ttl: ttl}
+		a.zones[o] = &zone{origin: o, ns: nsLabel + o, dnsENT: "dns." + o, mbox: "hostmaster." + o, ttl: ttl}
 	}
 	a.origins = longestFirst(origins)
 	return a
@@ -220,7 +221,7 @@ func (a *Authority) soa(z *zone) *dns.SOA {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: z.origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: z.ttl},
 		Ns:      z.ns,
-		Mbox:    "hostmaster." + z.origin,
+		Mbox:    z.mbox,
 		Serial:  a.serial,
 		Refresh: 7200,
 		Retry:   1800,

@@ -50,27 +50,54 @@ func ParseSet(args []string) (Set, error) {
 func (s Set) Empty() bool { return len(s.V4) == 0 && len(s.V6) == 0 }
 
 // RRs returns the records of qtype for owner. Other types get none: the name
-// exists, so the caller answers NODATA.
+// exists, so the caller answers NODATA. The records are fresh (later plugins may
+// rewrite them in place) but come from one or two allocations, not one per
+// record: this is the answer path of every query.
 func (s Set) RRs(owner string, qtype uint16, ttl uint32) []dns.RR {
 	switch qtype {
 	case dns.TypeA:
-		if len(s.V4) == 0 {
+		switch len(s.V4) {
+		case 0:
 			return nil
+		case 1:
+			one := &oneA{rr: dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: s.V4[0]}}
+			one.s[0] = &one.rr
+			return one.s[:]
 		}
+		recs := make([]dns.A, len(s.V4))
 		rrs := make([]dns.RR, len(s.V4))
 		for i, ip := range s.V4 {
-			rrs[i] = &dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+			recs[i] = dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+			rrs[i] = &recs[i]
 		}
 		return rrs
 	case dns.TypeAAAA:
-		if len(s.V6) == 0 {
+		switch len(s.V6) {
+		case 0:
 			return nil
+		case 1:
+			one := &oneAAAA{rr: dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: s.V6[0]}}
+			one.s[0] = &one.rr
+			return one.s[:]
 		}
+		recs := make([]dns.AAAA, len(s.V6))
 		rrs := make([]dns.RR, len(s.V6))
 		for i, ip := range s.V6 {
-			rrs[i] = &dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+			recs[i] = dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+			rrs[i] = &recs[i]
 		}
 		return rrs
 	}
 	return nil
+}
+
+// oneA and oneAAAA hold a single-record answer and its slice in one allocation.
+type oneA struct {
+	rr dns.A
+	s  [1]dns.RR
+}
+
+type oneAAAA struct {
+	rr dns.AAAA
+	s  [1]dns.RR
 }
