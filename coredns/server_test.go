@@ -75,6 +75,10 @@ func answers(r *dns.Msg) string {
 			s = append(s, x.A.String())
 		case *dns.AAAA:
 			s = append(s, x.AAAA.String())
+		case *dns.SOA:
+			s = append(s, "SOA "+x.Ns)
+		case *dns.NS:
+			s = append(s, "NS "+x.Ns)
 		}
 	}
 	return strings.Join(s, " ")
@@ -112,6 +116,15 @@ func TestServerOneAuthority(t *testing.T) {
 				{"x.y.apps.ocp4.example.com.", dns.TypeA, dns.RcodeSuccess, "192.0.2.10"},
 				{"apps.ocp4.example.com.", dns.TypeA, dns.RcodeSuccess, ""},
 				{"www.example.org.", dns.TypeA, dns.RcodeSuccess, "198.51.100.53"},
+				// The authority's own names are answered by whichever
+				// member sees them first, never passed on.
+				{"ocp4.example.com.", dns.TypeSOA, dns.RcodeSuccess, "SOA ns.dns.ocp4.example.com."},
+				{"OCP4.example.com.", dns.TypeNS, dns.RcodeSuccess, "NS ns.dns.ocp4.example.com."},
+				// Bound to the wildcard address, the server cannot tell
+				// which local address the query reached: NODATA, not NXDOMAIN.
+				{"ns.dns.ocp4.example.com.", dns.TypeA, dns.RcodeSuccess, ""},
+				{"dns.ocp4.example.com.", dns.TypeA, dns.RcodeSuccess, ""},
+				{"api.ocp4.example.com.", dns.TypeMX, dns.RcodeSuccess, ""},
 			}
 			if fallthroughOpt {
 				tests = append(tests, struct {
@@ -134,6 +147,15 @@ func TestServerOneAuthority(t *testing.T) {
 					if r.Rcode != tc.rcode || answers(r) != tc.want {
 						t.Errorf("%s %s over %s: expected rcode %d answer %q, got rcode %d answer %q",
 							tc.name, dns.TypeToString[tc.qtype], transport.net, tc.rcode, tc.want, r.Rcode, answers(r))
+					}
+					ours := strings.HasSuffix(strings.ToLower(tc.name), "ocp4.example.com.") && tc.want != "198.51.100.53"
+					if ours && !r.Authoritative {
+						t.Errorf("%s %s over %s: answer not authoritative", tc.name, dns.TypeToString[tc.qtype], transport.net)
+					}
+					if ours && len(r.Answer) == 0 {
+						if len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA {
+							t.Errorf("%s %s over %s: negative answer without the SOA: %v", tc.name, dns.TypeToString[tc.qtype], transport.net, r.Ns)
+						}
 					}
 				}
 			}

@@ -195,6 +195,19 @@ func (a *Authority) Miss(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 	return dns.RcodeNameError, NXDomain, nil
 }
 
+// Passes reports whether a name in origin that the calling member does not own
+// belongs to a later member of the chain. It is Miss's first decision, made
+// without Miss's frame: in apiint, before appswildcard, it is the path of every
+// *.apps query. The names the authority answers itself (apex, ns.dns, dns) stay
+// with the first member that sees them.
+func (a *Authority) Passes(q Query, origin string) bool {
+	if len(a.later) == 0 || matchZone(a.later, q.Name) == "" {
+		return false
+	}
+	z := a.zones[origin]
+	return z == nil || (q.Name != z.origin && q.Name != z.ns && q.Name != z.dnsENT)
+}
+
 // Other answers a name in origin that the calling member does not own itself:
 // the authority's own names (Own), else Miss. Members call it after their own
 // lookup failed, keeping their ServeDNS small: the rarely taken paths do not

@@ -59,6 +59,10 @@ func (a *APIInt) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 		requestCount.Inc(ctx, res)
 		return rc, nil
 	}
+	if a.Passes(q, zone) {
+		requestCount.Inc(ctx, authority.Passed)
+		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
+	}
 	rc, res, err := a.Other(ctx, w, r, q, zone, a.Name(), a.Next)
 	requestCount.Inc(ctx, res)
 	return rc, err

@@ -74,9 +74,24 @@ func (a *AppsWildcard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 			return rc, nil
 		}
 	}
+	if a.Passes(q, zone) && !a.atOrAboveWildcard(q.Name) {
+		requestCount.Inc(ctx, authority.Passed)
+		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
+	}
 	rc, res, err := a.serveOther(ctx, w, r, q, zone)
 	requestCount.Inc(ctx, res)
 	return rc, err
+}
+
+// atOrAboveWildcard reports whether name is a wildcard domain or one of its
+// ancestors: names this plugin answers with NODATA, never passed on.
+func (a *AppsWildcard) atOrAboveWildcard(name string) bool {
+	for i := range a.wildcards {
+		if d := a.wildcards[i].Domain; name == d || authority.IsBelow(d, name) {
+			return true
+		}
+	}
+	return false
 }
 
 //go:noinline
