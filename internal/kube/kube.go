@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,8 +21,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -65,13 +64,13 @@ type Handler func(context.Context, lb.Snapshot) error
 
 // Watcher runs the informers and calls a Handler.
 type Watcher struct {
-	client kubernetes.Interface
+	client Client
 	opts   Options
 	synced atomic.Bool
 }
 
 // New returns a Watcher; nothing starts before Run.
-func New(client kubernetes.Interface, o Options) *Watcher {
+func New(client Client, o Options) *Watcher {
 	return &Watcher{client: client, opts: o}
 }
 
@@ -104,36 +103,41 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 		DeleteFunc: func(any) { enqueue() },
 	}
 
-	nodesF := informers.NewSharedInformerFactory(w.client, 0)
-	apiF := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(metav1.NamespaceDefault),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = serviceNameLabel + "=kubernetes" }))
-	ingF := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(w.opts.IngressNamespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = serviceNameLabel + "=" + w.opts.IngressService }))
-
-	nodeInf := nodesF.Core().V1().Nodes()
-	apiInf := apiF.Discovery().V1().EndpointSlices()
-	ingInf := ingF.Discovery().V1().EndpointSlices()
+	nodeInf := cache.NewSharedIndexInformer(w.client.Nodes(), &corev1.Node{}, 0, cache.Indexers{})
+	apiInf := cache.NewSharedIndexInformer(w.client.EndpointSlices(metav1.NamespaceDefault, serviceNameLabel+"=kubernetes"),
+		&discoveryv1.EndpointSlice{}, 0, cache.Indexers{})
+	ingInf := cache.NewSharedIndexInformer(w.client.EndpointSlices(w.opts.IngressNamespace, serviceNameLabel+"="+w.opts.IngressService),
+		&discoveryv1.EndpointSlice{}, 0, cache.Indexers{})
 	// A Node carries its image list and conditions; keep only what the render
 	// reads, so a 1000-node cluster costs little memory on every node.
-	if err := nodeInf.Informer().SetTransform(trimNode); err != nil {
+	if err := nodeInf.SetTransform(trimNode); err != nil {
 		return fmt.Errorf("kube watcher: %w", err)
 	}
-	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), apiInf.Informer(), ingInf.Informer()} {
+	infs := []cache.SharedIndexInformer{nodeInf, apiInf, ingInf}
+	for _, inf := range infs {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return fmt.Errorf("kube watcher: %w", err)
 		}
 	}
-	l := listers{nodes: nodeInf.Lister(), api: apiInf.Lister(), ingress: ingInf.Lister()}
-
-	for _, f := range []informers.SharedInformerFactory{nodesF, apiF, ingF} {
-		f.Start(ctx.Done())
+	l := listers{
+		nodes:   corelisters.NewNodeLister(nodeInf.GetIndexer()),
+		api:     discoverylisters.NewEndpointSliceLister(apiInf.GetIndexer()),
+		ingress: discoverylisters.NewEndpointSliceLister(ingInf.GetIndexer()),
 	}
-	defer func() {
-		for _, f := range []informers.SharedInformerFactory{nodesF, apiF, ingF} {
-			f.Shutdown()
-		}
-	}()
-	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.Informer().HasSynced, apiInf.Informer().HasSynced, ingInf.Informer().HasSynced) {
+
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, inf := range infs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inf.RunWithContext(runCtx)
+		}()
+	}
+	// The informers stop before Run returns: no goroutine outlives a reload.
+	defer wg.Wait()
+	defer stop()
+	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced, apiInf.HasSynced, ingInf.HasSynced) {
 		return nil // cancelled before the first listing
 	}
 	w.synced.Store(true)

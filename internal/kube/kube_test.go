@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/kube/kubefake"
 	"github.com/infradns/infradns/internal/lb"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,12 +59,12 @@ var (
 	no  = func() *bool { b := false; return &b }()
 )
 
-// watch runs a Watcher on the fake clientset and returns the snapshots it
+// watch runs a kube.Watcher on the fake clientset and returns the snapshots it
 // hands over, and how many.
-func watch(t *testing.T, c *fake.Clientset, o Options) (<-chan lb.Snapshot, *atomic.Int32, *Watcher) {
+func watch(t *testing.T, c *fake.Clientset, o kube.Options) (<-chan lb.Snapshot, *atomic.Int32, *kube.Watcher) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := New(c, o)
+	w := kube.New(kubefake.FromClientset(c), o)
 	out := make(chan lb.Snapshot, 100)
 	var calls atomic.Int32
 	done := make(chan error, 1)
@@ -116,7 +118,7 @@ func TestWatcher(t *testing.T) {
 		// A slice of another service in default: not an apiserver.
 		slice("default", "other", "other", 443, ep{"198.51.100.99", "", yes}),
 	)
-	ch, _, w := watch(t, c, NewOptions())
+	ch, _, w := watch(t, c, kube.NewOptions())
 
 	s := await(t, ch, "the initial state", func(s lb.Snapshot) bool { return len(s.Nodes) == 2 })
 	if !w.HasSynced() {
@@ -174,7 +176,7 @@ func TestWatcher(t *testing.T) {
 func TestWatcherCoalesces(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	o := NewOptions()
+	o := kube.NewOptions()
 	o.Debounce = 200 * time.Millisecond
 	ch, calls, _ := watch(t, c, o)
 	await(t, ch, "the empty initial state", func(s lb.Snapshot) bool { return true })
@@ -196,7 +198,7 @@ func TestWatcherCoalesces(t *testing.T) {
 // event (a reload that failed is retried with backoff).
 func TestWatcherRetries(t *testing.T) {
 	c := fake.NewClientset(node("master-0", "198.51.100.11", true))
-	o := NewOptions()
+	o := kube.NewOptions()
 	o.RetryBase = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -204,7 +206,7 @@ func TestWatcherRetries(t *testing.T) {
 	ok := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- New(c, o).Run(ctx, func(context.Context, lb.Snapshot) error {
+		done <- kube.New(kubefake.FromClientset(c), o).Run(ctx, func(context.Context, lb.Snapshot) error {
 			if calls.Add(1) < 3 {
 				return context.DeadlineExceeded // any error
 			}

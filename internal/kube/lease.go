@@ -8,7 +8,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // HolderLease records in a Lease which node holds a VIP and since when, so
@@ -16,7 +15,7 @@ import (
 // holder writes it; a node that takes the VIP over overwrites it, and when
 // the holder dies its renewals stop and the lease visibly expires.
 type HolderLease struct {
-	Client    kubernetes.Interface
+	Client    Client
 	Namespace string
 	// Duration is the lease duration written; renew well inside it.
 	Duration time.Duration
@@ -24,7 +23,7 @@ type HolderLease struct {
 
 // Renew writes that identity holds the lease name since the given time.
 func (h HolderLease) Renew(ctx context.Context, name, identity string, since time.Time) error {
-	leases := h.Client.CoordinationV1().Leases(h.Namespace)
+	leases := h.Client.Leases(h.Namespace)
 	now := metav1.NewMicroTime(time.Now())
 	acquired := metav1.NewMicroTime(since)
 	secs := int32(h.Duration / time.Second)

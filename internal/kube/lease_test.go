@@ -1,6 +1,9 @@
-package kube
+package kube_test
 
 import (
+	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/kube/kubefake"
+
 	"context"
 	"testing"
 	"time"
@@ -12,7 +15,7 @@ import (
 func TestHolderLease(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	h := HolderLease{Client: c, Namespace: "openshift-kni-infra", Duration: 30 * time.Second}
+	h := kube.HolderLease{Client: kubefake.FromClientset(c), Namespace: "openshift-kni-infra", Duration: 30 * time.Second}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := h.Renew(ctx, "ocp4-api-vip-v4", "master-0", t0); err != nil {
 		t.Fatal(err)

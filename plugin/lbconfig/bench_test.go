@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/kube/kubefake"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -23,7 +25,7 @@ func BenchmarkReaction(b *testing.B) {
 		masterNode("master-0", "198.51.100.11"), masterNode("master-1", "198.51.100.12"), masterNode("master-2", "198.51.100.13"),
 		apiSlice("198.51.100.11", "198.51.100.12", "198.51.100.13"),
 	)
-	l.newClient = func() (kubernetes.Interface, error) { return client, nil }
+	l.newClient = func() (kube.Client, error) { return kubefake.FromClientset(client), nil }
 	if err := l.Start(); err != nil {
 		b.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/vrrp"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -306,7 +305,7 @@ func (l *LBConfig) haveAPI() bool {
 
 // waitClient builds the client, retrying with backoff: on a bootstrap node
 // the kubeconfig may appear only after CoreDNS has started.
-func (l *LBConfig) waitClient(ctx context.Context) kubernetes.Interface {
+func (l *LBConfig) waitClient(ctx context.Context) kube.Client {
 	delay := time.Second
 	for {
 		c, err := l.client()
@@ -326,7 +325,7 @@ func (l *LBConfig) waitClient(ctx context.Context) kubernetes.Interface {
 	}
 }
 
-func (l *LBConfig) client() (kubernetes.Interface, error) {
+func (l *LBConfig) client() (kube.Client, error) {
 	if l.newClient != nil {
 		return l.newClient()
 	}
@@ -349,11 +348,7 @@ func (l *LBConfig) client() (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	rc.UserAgent = "infradns-lbconfig"
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return c, nil
+	return kube.NewForConfig(rc)
 }
 
 func reloader(k lb.Kind, r reloadSpec) lb.Reloader {

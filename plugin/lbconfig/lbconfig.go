@@ -15,7 +15,6 @@ import (
 	"github.com/infradns/infradns/internal/lb"
 
 	"github.com/miekg/dns"
-	"k8s.io/client-go/kubernetes"
 )
 
 // LBConfig is the lbconfig handler and the owner of its controller.
@@ -39,7 +38,7 @@ type LBConfig struct {
 	// tools validates renders; tests point it into a network namespace.
 	tools lb.Tools
 	// newClient replaces the kubeconfig lookup in tests (a fake clientset).
-	newClient func() (kubernetes.Interface, error)
+	newClient func() (kube.Client, error)
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc

@@ -14,18 +14,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coredns/caddy"
-	"github.com/coredns/coredns/plugin/pkg/dnstest"
-	"github.com/coredns/coredns/plugin/test"
-
+	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/kube/kubefake"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/lb/netnstest"
 
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -108,7 +108,7 @@ func TestLifecycleWithAPI(t *testing.T) {
 		masterNode("master-0", "198.51.100.11"), masterNode("master-1", "198.51.100.12"), masterNode("master-2", "198.51.100.13"),
 		apiSlice("198.51.100.11", "198.51.100.12", "198.51.100.13"),
 	)
-	l.newClient = func() (kubernetes.Interface, error) { return client, nil }
+	l.newClient = func() (kube.Client, error) { return kubefake.FromClientset(client), nil }
 	if err := l.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +206,11 @@ func TestLifecycleBootstrapThenAPI(t *testing.T) {
 	client := fake.NewClientset(masterNode("master-0", "198.51.100.11"), masterNode("master-1", "198.51.100.12"),
 		apiSlice("198.51.100.11", "198.51.100.12"))
 	var calls atomic.Int32
-	l.newClient = func() (kubernetes.Interface, error) {
+	l.newClient = func() (kube.Client, error) {
 		if calls.Add(1) == 1 {
 			return nil, errors.New("connection refused")
 		}
-		return client, nil
+		return kubefake.FromClientset(client), nil
 	}
 	if err := l.Start(); err != nil {
 		t.Fatal(err)

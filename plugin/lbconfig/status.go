@@ -11,8 +11,6 @@ import (
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/vrrp"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // Lease timing: renewed every leaseRenew while held, so a dead holder's
@@ -27,7 +25,7 @@ const (
 type vipStatus struct {
 	cfg       lb.Config
 	namespace string
-	client    atomic.Pointer[kubernetes.Interface]
+	client    atomic.Pointer[kube.Client]
 }
 
 type vipInfo struct {

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/kube/kubefake"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/lb/netnstest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -26,7 +26,8 @@ func TestVIPStatusLease(t *testing.T) {
 	cfg.APIVIPs = []netip.Addr{netip.MustParseAddr("192.0.2.5")}
 	cfg.IngressVIPs = []netip.Addr{netip.MustParseAddr("192.0.2.10")}
 	st := &vipStatus{cfg: cfg, namespace: "openshift-kni-infra"}
-	var client kubernetes.Interface = fake.NewClientset()
+	cs := fake.NewClientset()
+	client := kubefake.FromClientset(cs)
 	st.client.Store(&client)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -43,7 +44,7 @@ func TestVIPStatusLease(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var holder string
 	for time.Now().Before(deadline) {
-		l, err := client.CoordinationV1().Leases("openshift-kni-infra").Get(ctx, "ocp4-api-vip-v4", metav1.GetOptions{})
+		l, err := cs.CoordinationV1().Leases("openshift-kni-infra").Get(ctx, "ocp4-api-vip-v4", metav1.GetOptions{})
 		if err == nil && l.Spec.HolderIdentity != nil {
 			holder = *l.Spec.HolderIdentity
 			break
@@ -57,7 +58,7 @@ func TestVIPStatusLease(t *testing.T) {
 	if holder != "master-0" {
 		t.Errorf("API VIP lease holder = %q, want master-0", holder)
 	}
-	if _, err := client.CoordinationV1().Leases("openshift-kni-infra").Get(context.Background(), "ocp4-ingress-vip-v4", metav1.GetOptions{}); err == nil {
+	if _, err := cs.CoordinationV1().Leases("openshift-kni-infra").Get(context.Background(), "ocp4-ingress-vip-v4", metav1.GetOptions{}); err == nil {
 		t.Error("Lease written for the ingress VIP this node does not hold")
 	}
 }
