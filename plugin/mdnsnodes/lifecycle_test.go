@@ -10,6 +10,7 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/miekg/dns"
 )
 
 type corefile string
@@ -45,6 +46,31 @@ func openFDs(t *testing.T) (total, mdnsSocks int) {
 		}
 	}
 	return len(ents), mdnsSocks
+}
+
+// waitServing returns once every server of inst answers over UDP and TCP.
+// dnsserver.Server.Stop only shuts down the dns.Servers that Serve and
+// ServePacket have already created, so a Stop that wins the race against a
+// just-started instance leaves it serving and Instance.Wait blocks for ever
+// (seen in CI); a real CoreDNS is never reloaded within microseconds of start.
+func waitServing(t *testing.T, inst *caddy.Instance) {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion("ocp4.example.com.", dns.TypeSOA)
+	for _, s := range inst.Servers() {
+		for _, c := range []struct{ net, addr string }{{"udp", s.LocalAddr().String()}, {"tcp", s.Addr().String()}} {
+			cl := &dns.Client{Net: c.net, Timeout: 200 * time.Millisecond}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if _, _, err := cl.Exchange(m, c.addr); err == nil {
+					break
+				} else if time.Now().After(deadline) {
+					t.Fatalf("%s %s not serving: %v", c.net, c.addr, err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
 }
 
 // TestReload starts a real CoreDNS instance whose mdnsnodes listens on the
@@ -85,12 +111,21 @@ func TestReload(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	waitServing(t, inst)
 	waitSockets(1) // lo has no IPv6 group membership on some kernels: one family is enough
+	// The IPv6 socket opens just after the IPv4 one: count once the number holds.
 	_, first := openFDs(t)
+	for same := 0; same < 5; same++ {
+		time.Sleep(50 * time.Millisecond)
+		if _, n := openFDs(t); n != first {
+			first, same = n, -1
+		}
+	}
 	for range 5 {
 		if inst, err = inst.Restart(input); err != nil {
 			t.Fatalf("Restart: %v", err)
 		}
+		waitServing(t, inst)
 		waitSockets(first)
 	}
 	if _, n := openFDs(t); n != first {
