@@ -1,0 +1,143 @@
+// Command fakeapi stands in for a kube-apiserver behind haproxy in the e2e
+// lab, and is also the client that measures the API VIP from outside.
+//
+//	fakeapi serve -listen ADDR -name NODE
+//	    HTTPS with a throwaway self-signed certificate: /readyz answers 200
+//	    "ok", everything else "hello from NODE".
+//	fakeapi probe -url URL [-interval 20ms] [-timeout 500ms]
+//	    one GET per interval, each on a new connection (a kept-alive
+//	    connection would hide a VIP move), one line per request on stdout:
+//	    "START_UNIX_NANO END_UNIX_NANO ok BODY" or "... fail ERROR".
+package main
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: fakeapi serve|probe [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "probe":
+		err = probe(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fakeapi:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	listen := fs.String("listen", ":6443", "address to listen on")
+	name := fs.String("name", "", "node name to answer with")
+	_ = fs.Parse(args)
+	cert, err := selfSigned()
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s", *name) })
+	srv := &http.Server{
+		Addr:              *listen,
+		Handler:           mux,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	fmt.Printf("serving %s on %s\n", *name, *listen)
+	return srv.ListenAndServeTLS("", "")
+}
+
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "fakeapi"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+func probe(args []string) error {
+	fs := flag.NewFlagSet("probe", flag.ExitOnError)
+	url := fs.String("url", "", "URL to GET")
+	interval := fs.Duration("interval", 20*time.Millisecond, "time between request starts")
+	timeout := fs.Duration("timeout", 500*time.Millisecond, "per-request timeout")
+	_ = fs.Parse(args)
+	if *url == "" {
+		return fmt.Errorf("probe: -url is required")
+	}
+	c := &http.Client{
+		Timeout: *timeout,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // the lab's throwaway certificates
+		},
+	}
+	out := bufio.NewWriter(os.Stdout)
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	for range tick.C {
+		start := time.Now()
+		status := "ok"
+		detail, err := get(c, *url)
+		if err != nil {
+			status, detail = "fail", err.Error()
+		}
+		fmt.Fprintf(out, "%d %d %s %s\n", start.UnixNano(), time.Now().UnixNano(), status,
+			strings.Join(strings.Fields(detail), "_"))
+		// Flushed per line: the test reads the log while the probe runs.
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func get(c *http.Client, url string) (string, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,633 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/test/e2e/lab"
+)
+
+// The VRRP lab: every node runs bin/coredns with lbconfig (static backends,
+// no Kubernetes), the keepalived and haproxy that read what lbconfig writes,
+// and a fake apiserver; the client namespace calls the API VIP through
+// haproxy the whole time.
+const (
+	vrrpCluster    = "vrrplab"
+	vrrpLBPort     = 9445
+	vrrpHealthPort = 9454
+	vrrpAPIPort    = 6443
+	vrrpAdvert     = "100ms" // lbconfig's default, the setting the README recommends
+	// Generous bounds: the lab shares 2 cores with other work. The measured
+	// figures are logged, never asserted.
+	vrrpMoveBound   = 10 * time.Second
+	vrrpGuardBound  = 15 * time.Second
+	vrrpClientBound = 20 * time.Second
+	vrrpSettleBound = 30 * time.Second
+)
+
+var vrrpVIP = lab.Host4(100)
+
+type vrrpNode struct {
+	n   *lab.Node
+	dir string
+	// keepalived and haproxy are the current processes; kaAll is every
+	// keepalived ever started here, for counting state changes in their logs.
+	keepalived, haproxy, coredns *lab.Process
+	kaAll                        []*lab.Process
+}
+
+type vrrpLab struct {
+	t      *testing.T
+	lab    *lab.Lab
+	nodes  []*vrrpNode
+	client *lab.Process
+}
+
+func (v *vrrpLab) kaPid(i int) string   { return filepath.Join(v.nodes[i].dir, "keepalived.pid") }
+func (v *vrrpLab) vrrpPid(i int) string { return filepath.Join(v.nodes[i].dir, "vrrp.pid") }
+func (v *vrrpLab) haSock(i int) string  { return filepath.Join(v.nodes[i].dir, "haproxy-master.sock") }
+func (v *vrrpLab) kaConf(i int) string  { return filepath.Join(v.nodes[i].dir, "keepalived.conf") }
+func (v *vrrpLab) haConf(i int) string  { return filepath.Join(v.nodes[i].dir, "haproxy.cfg") }
+
+// vrrpBuildFakeAPI compiles test/e2e/internal/fakeapi (the fake apiserver and
+// the client) into a temporary directory.
+func vrrpBuildFakeAPI(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go tool is needed to build test/e2e/internal/fakeapi: %v", err)
+	}
+	root, err := lab.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "fakeapi")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, "./test/e2e/internal/fakeapi")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build fakeapi: %v\n%s", err, b)
+	}
+	return out
+}
+
+// startVRRPLab brings up three nodes and a client and returns once exactly
+// one node holds the VIP, the others are BACKUP and the client is served.
+func startVRRPLab(t *testing.T) *vrrpLab {
+	t.Helper()
+	for _, tool := range []string{"keepalived", "haproxy"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
+		}
+	}
+	coredns := lab.Binary(t, "coredns")
+	fakeapi := vrrpBuildFakeAPI(t)
+
+	l := lab.New(t, lab.Config{Prefix: "vrrp", Nodes: 3, Client: true, TeardownGrace: time.Second})
+	v := &vrrpLab{t: t, lab: l}
+	var backends []string
+	for _, n := range l.Nodes() {
+		backends = append(backends, netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String())
+	}
+	base := t.TempDir()
+	for i, n := range l.Nodes() {
+		vn := &vrrpNode{n: n, dir: filepath.Join(base, n.Name)}
+		v.nodes = append(v.nodes, vn)
+		if err := os.MkdirAll(filepath.Join(vn.dir, "track"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		n.Start("fakeapi", []string{fakeapi, "serve", "-name", n.Name,
+			"-listen", netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String()})
+		// vrrp-guard is left on (1 s instead of 3 s): it listens for clashing
+		// routers before the first keepalived file, as on a real node.
+		conf := fmt.Sprintf(`.:1053 {
+    lbconfig {
+        cluster %s
+        node %s
+        api-vip %s
+        interface %s
+        backends %s
+        lb-port %d
+        health-port %d
+        vrrp-version 3
+        advert-interval %s
+        vrrp-guard 1s
+        keepalived %s
+        haproxy %s
+        reload keepalived pidfile %s
+        reload haproxy socket %s
+        track-dir %s
+    }
+    whoami
+}
+`, vrrpCluster, n.Name, vrrpVIP, lab.Iface, strings.Join(backends, " "), vrrpLBPort, vrrpHealthPort,
+			vrrpAdvert, v.kaConf(i), v.haConf(i), v.kaPid(i), v.haSock(i), filepath.Join(vn.dir, "track"))
+		corefile := filepath.Join(vn.dir, "Corefile")
+		if err := os.WriteFile(corefile, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		vn.coredns = n.Start("coredns", []string{coredns, "-conf", corefile})
+	}
+	for i, vn := range v.nodes {
+		lab.Eventually(t, 30*time.Second, 50*time.Millisecond, "lbconfig wrote both files on "+vn.n.Name, func() error {
+			if vn.coredns.Exited() {
+				return fmt.Errorf("coredns exited: %v\n%s", vn.coredns.Err(), lab.Tail(vn.coredns.LogPath, 20))
+			}
+			for _, p := range []string{v.kaConf(i), v.haConf(i)} {
+				if _, err := os.Stat(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	for i := range v.nodes {
+		v.startDaemons(i)
+	}
+	// The first write's reloads fail until the daemons run; lbconfig retries
+	// them, and a reload is the last thing that may disturb the election.
+	for _, vn := range v.nodes {
+		lab.Eventually(t, 60*time.Second, 100*time.Millisecond, "lbconfig reloaded keepalived and haproxy on "+vn.n.Name, func() error {
+			log := vn.coredns.Log()
+			for _, s := range []string{"reloaded keepalived", "reloaded haproxy"} {
+				if !strings.Contains(log, s) {
+					return fmt.Errorf("no %q in coredns log:\n%s", s, lab.Tail(vn.coredns.LogPath, 10))
+				}
+			}
+			return nil
+		})
+	}
+	h := v.waitSettled("initial election")
+	t.Logf("initial election: %s holds %s", v.nodes[h].n.Name, vrrpVIP)
+	for i := range v.nodes {
+		b, err := os.ReadFile(v.kaConf(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			t.Logf("keepalived.conf rendered by lbconfig on %s:\n%s", v.nodes[i].n.Name, b)
+		}
+		for _, want := range []string{"vrrp_version 3", "advert_int 0.1", vrrpVIP.String() + "/32"} {
+			if !strings.Contains(string(b), want) {
+				t.Fatalf("%s: keepalived.conf lacks %q:\n%s", v.nodes[i].n.Name, want, b)
+			}
+		}
+	}
+
+	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(vrrpVIP, vrrpLBPort))
+	v.client = l.Client().Start("probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms"})
+	v.waitClient("client first served", time.Now())
+	return v
+}
+
+// startDaemons starts haproxy and keepalived on node i, as the static pods
+// would, from the files lbconfig wrote. Stale pid files and the socket of a
+// killed predecessor are removed first, or keepalived refuses to start.
+func (v *vrrpLab) startDaemons(i int) {
+	v.t.Helper()
+	vn := v.nodes[i]
+	for _, p := range []string{v.kaPid(i), v.vrrpPid(i), v.haSock(i)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			v.t.Fatal(err)
+		}
+	}
+	vn.haproxy = vn.n.Start("haproxy", []string{"haproxy", "-W", "-db", "-f", v.haConf(i), "-S", v.haSock(i)})
+	vn.keepalived = vn.n.Start("keepalived", []string{"keepalived", "--dont-fork", "--log-console", "--log-detail",
+		"--no-syslog", "--vrrp", "-f", v.kaConf(i), "-p", v.kaPid(i), "-r", v.vrrpPid(i)})
+	vn.kaAll = append(vn.kaAll, vn.keepalived)
+}
+
+// crash kills node i's keepalived and haproxy with SIGKILL. The VRRP child
+// goes first: killed after its parent it would get SIGTERM and send a
+// priority-0 advert, which is a clean shutdown, not a crash.
+func (v *vrrpLab) crash(i int) {
+	v.t.Helper()
+	vn := v.nodes[i]
+	b, err := os.ReadFile(v.vrrpPid(i))
+	if err != nil {
+		v.t.Fatalf("keepalived's VRRP child pid on %s: %v", vn.n.Name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		v.t.Fatalf("keepalived's VRRP pid file on %s holds %q", vn.n.Name, b)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		v.t.Fatalf("kill -9 keepalived's VRRP child %d on %s: %v", pid, vn.n.Name, err)
+	}
+	for _, p := range []*lab.Process{vn.keepalived, vn.haproxy} {
+		if err := p.Kill(); err != nil {
+			v.t.Fatal(err)
+		}
+	}
+}
+
+// holders polls HasAddr on every node at once.
+func (v *vrrpLab) holders() ([]int, error) {
+	has := make([]bool, len(v.nodes))
+	errs := make([]error, len(v.nodes))
+	var wg sync.WaitGroup
+	for i, vn := range v.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			has[i], errs[i] = vn.n.HasAddr(vrrpVIP)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []int
+	for i, h := range has {
+		if h {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+func (v *vrrpLab) names(is []int) string {
+	var s []string
+	for _, i := range is {
+		s = append(s, v.nodes[i].n.Name)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// waitHolder polls every 10 ms until a node for which ok is true holds the
+// VIP, and returns it with the time since from.
+func (v *vrrpLab) waitHolder(what string, from time.Time, ok func(int) bool) (int, time.Duration) {
+	v.t.Helper()
+	holder := -1
+	lab.Eventually(v.t, vrrpMoveBound, 10*time.Millisecond, what, func() error {
+		hs, err := v.holders()
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if ok(h) {
+				holder = h
+				return nil
+			}
+		}
+		return fmt.Errorf("holders %s", v.names(hs))
+	})
+	return holder, time.Since(from)
+}
+
+var vrrpStates = []string{"MASTER", "BACKUP", "FAULT"}
+
+// vrrpLastState is the last "Entering X STATE" in a keepalived log.
+func vrrpLastState(p *lab.Process) string {
+	log := p.Log()
+	best, state := -1, ""
+	for _, s := range vrrpStates {
+		if i := strings.LastIndex(log, "Entering "+s+" STATE"); i > best {
+			best, state = i, s
+		}
+	}
+	return state
+}
+
+// transitions counts the state changes in every keepalived log of the lab.
+func (v *vrrpLab) transitions() int {
+	n := 0
+	for _, vn := range v.nodes {
+		for _, p := range vn.kaAll {
+			log := p.Log()
+			for _, s := range vrrpStates {
+				n += strings.Count(log, "Entering "+s+" STATE")
+			}
+		}
+	}
+	return n
+}
+
+// waitSettled waits until every keepalived runs, exactly one node holds the
+// VIP and says MASTER, and every other says BACKUP; it returns the holder.
+func (v *vrrpLab) waitSettled(what string) int {
+	v.t.Helper()
+	holder := -1
+	lab.Eventually(v.t, vrrpSettleBound, 50*time.Millisecond, what+": settled", func() error {
+		hs, err := v.holders()
+		if err != nil {
+			return err
+		}
+		var states []string
+		for _, vn := range v.nodes {
+			if vn.keepalived.Exited() {
+				return fmt.Errorf("keepalived on %s exited: %v\n%s", vn.n.Name, vn.keepalived.Err(), lab.Tail(vn.keepalived.LogPath, 20))
+			}
+			states = append(states, vn.n.Name+"="+vrrpLastState(vn.keepalived))
+		}
+		if len(hs) != 1 {
+			return fmt.Errorf("holders %s, states %v", v.names(hs), states)
+		}
+		for i, vn := range v.nodes {
+			want := "BACKUP"
+			if i == hs[0] {
+				want = "MASTER"
+			}
+			if vrrpLastState(vn.keepalived) != want {
+				return fmt.Errorf("holder %s, states %v", vn.n.Name, states)
+			}
+		}
+		holder = hs[0]
+		return nil
+	})
+	return holder
+}
+
+type vrrpProbe struct {
+	start, end time.Time
+	ok         bool
+	detail     string
+}
+
+func (v *vrrpLab) probes() []vrrpProbe {
+	var out []vrrpProbe
+	for _, line := range strings.Split(v.client.Log(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		s, err1 := strconv.ParseInt(f[0], 10, 64)
+		e, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		r := vrrpProbe{start: time.Unix(0, s), end: time.Unix(0, e), ok: f[2] == "ok"}
+		if len(f) > 3 {
+			r.detail = f[3]
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// vrrpClientStats describes the client's requests started since from.
+type vrrpClientStats struct {
+	requests, failed int
+	// outage runs from `from` to the end of the first success after the
+	// last failure (0 without failures); firstBack to the first success
+	// after the first failure.
+	outage, firstBack time.Duration
+	lastErr           string
+}
+
+// vrrpSteadyOK is how many successes in a row count as "served again".
+const vrrpSteadyOK = 25
+
+// waitClient waits until the client has had vrrpSteadyOK successes in a row
+// after its last failure since from, and reports what it saw.
+func (v *vrrpLab) waitClient(what string, from time.Time) vrrpClientStats {
+	v.t.Helper()
+	var st vrrpClientStats
+	lab.Eventually(v.t, vrrpClientBound, 50*time.Millisecond, what, func() error {
+		if v.client.Exited() {
+			return fmt.Errorf("client exited: %v\n%s", v.client.Err(), lab.Tail(v.client.LogPath, 10))
+		}
+		st = vrrpClientStats{}
+		var rs []vrrpProbe
+		for _, r := range v.probes() {
+			if !r.start.Before(from) {
+				rs = append(rs, r)
+			}
+		}
+		st.requests = len(rs)
+		firstFail, lastFail := -1, -1
+		for i, r := range rs {
+			if !r.ok {
+				st.failed++
+				st.lastErr = r.detail
+				lastFail = i
+				if firstFail < 0 {
+					firstFail = i
+				}
+			}
+		}
+		if len(rs)-lastFail-1 < vrrpSteadyOK {
+			return fmt.Errorf("%d requests, %d failed, %d ok since the last failure (%s)", len(rs), st.failed, len(rs)-lastFail-1, st.lastErr)
+		}
+		if firstFail >= 0 {
+			st.outage = rs[lastFail+1].end.Sub(from)
+			for _, r := range rs[firstFail:] {
+				if r.ok {
+					st.firstBack = r.end.Sub(from)
+					break
+				}
+			}
+		}
+		return nil
+	})
+	return st
+}
+
+func vrrpMS(d time.Duration) int64 { return d.Milliseconds() }
+
+// vrrpCrash is what one crash of the VIP holder measured.
+type vrrpCrash struct {
+	from, to     int
+	failover     time.Duration // kill → another node holds the VIP
+	guard        time.Duration // kill → the dead holder's stale VIP is gone
+	client       vrrpClientStats
+	staleAtMove  bool // the dead holder still had the VIP when the new one took it
+	doubleHeldMs int64
+}
+
+// crashHolder kills the holder's keepalived and haproxy with SIGKILL and
+// measures the VIP moving, the client coming back and lbconfig's guard
+// removing the VIP keepalived left behind.
+func (v *vrrpLab) crashHolder(holder int) vrrpCrash {
+	v.t.Helper()
+	r := vrrpCrash{from: holder}
+	const removedMsg = "keepalived is not running"
+	removedBefore := strings.Count(v.nodes[holder].coredns.Log(), removedMsg)
+	t0 := time.Now()
+	v.crash(holder)
+	r.to, r.failover = v.waitHolder(fmt.Sprintf("VIP moves away from crashed %s", v.nodes[holder].n.Name), t0,
+		func(i int) bool { return i != holder })
+	hs, err := v.holders()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	r.staleAtMove = slices.Contains(hs, holder)
+	// Nothing but lbconfig's VIP checker can take the address off a node
+	// whose keepalived died.
+	lab.Eventually(v.t, vrrpGuardBound, 10*time.Millisecond, "lbconfig removes the VIP from crashed "+v.nodes[holder].n.Name, func() error {
+		has, err := v.nodes[holder].n.HasAddr(vrrpVIP)
+		if err != nil {
+			return err
+		}
+		if has {
+			return errors.New("still there")
+		}
+		return nil
+	})
+	r.guard = time.Since(t0)
+	r.doubleHeldMs = vrrpMS(r.guard - r.failover)
+	if strings.Count(v.nodes[holder].coredns.Log(), removedMsg) <= removedBefore {
+		v.t.Errorf("the VIP left %s but lbconfig did not log removing it:\n%s", v.nodes[holder].n.Name, lab.Tail(v.nodes[holder].coredns.LogPath, 10))
+	}
+	r.client = v.waitClient("client served again after the crash", t0)
+	hs, err = v.holders()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	if !slices.Equal(hs, []int{r.to}) {
+		v.t.Errorf("after the crash of %s and the guard: holders %s, want only %s", v.nodes[holder].n.Name, v.names(hs), v.nodes[r.to].n.Name)
+	}
+	return r
+}
+
+func (v *vrrpLab) logCrash(label string, r vrrpCrash) {
+	v.t.Logf("%s: kill -9 keepalived+haproxy on %s: VIP on %s after %d ms; client: %d of %d requests failed, first success after %d ms, steady after %d ms (last error %q); stale VIP on the dead node when the new one took it: %v, removed by lbconfig after %d ms (%d ms on two nodes)",
+		label, v.nodes[r.from].n.Name, v.nodes[r.to].n.Name, vrrpMS(r.failover), r.client.failed, r.client.requests,
+		vrrpMS(r.client.firstBack), vrrpMS(r.client.outage), r.client.lastErr, r.staleAtMove, vrrpMS(r.guard), r.doubleHeldMs)
+}
+
+// restartNode restarts node i's daemons and waits for the cluster to settle,
+// failing when it does not.
+func (v *vrrpLab) restartNode(i int, what string) int {
+	v.t.Helper()
+	v.startDaemons(i)
+	return v.waitSettled(what)
+}
+
+// TestVRRPFailover proves that the configuration lbconfig renders moves the
+// API VIP with real keepalived when the holder crashes and when its link
+// goes down, that the client behind the VIP is served again, that lbconfig
+// removes the VIP a SIGKILLed keepalived leaves behind, and that the cluster
+// ends with exactly one holder once everything is back.
+func TestVRRPFailover(t *testing.T) {
+	v := startVRRPLab(t)
+
+	// (a) The holder's keepalived and haproxy crash; lbconfig stays up.
+	a, err := v.holders()
+	if err != nil || len(a) != 1 {
+		t.Fatalf("before the crash: holders %v, %v", a, err)
+	}
+	ra := v.crashHolder(a[0])
+	v.logCrash("(a) crash", ra)
+
+	// (b) The new holder's NIC goes down: the third node must take the VIP.
+	b := ra.to
+	t1 := time.Now()
+	if err := v.nodes[b].n.LinkDown(); err != nil {
+		t.Fatal(err)
+	}
+	c, moved := v.waitHolder(fmt.Sprintf("VIP moves away from %s with its link down", v.nodes[b].n.Name), t1,
+		func(i int) bool { return i != b && i != a[0] })
+	st := v.waitClient("client served again after the link went down", t1)
+	stillOnB, err := v.nodes[b].n.HasAddr(vrrpVIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("(b) link down on %s: VIP on %s after %d ms; client: %d of %d requests failed, first success after %d ms, steady after %d ms (last error %q); VIP still on the down node's interface: %v",
+		v.nodes[b].n.Name, v.nodes[c].n.Name, vrrpMS(moved), st.failed, st.requests, vrrpMS(st.firstBack), vrrpMS(st.outage), st.lastErr, stillOnB)
+
+	// (c) Everything comes back: the crashed node's daemons restart, the
+	// link comes up. No preemption (equal priorities), one holder.
+	t2 := time.Now()
+	if err := v.nodes[b].n.LinkUp(); err != nil {
+		t.Fatal(err)
+	}
+	v.startDaemons(a[0])
+	h := v.waitSettled("recovery")
+	t.Logf("(c) recovery: settled after %d ms, %s holds the VIP", vrrpMS(time.Since(t2)), v.nodes[h].n.Name)
+	before := v.transitions()
+	var samples int
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		hs, err := v.holders()
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples++
+		if len(hs) != 1 {
+			t.Errorf("after recovery: holders %s, want exactly one", v.names(hs))
+		}
+	}
+	if n := v.transitions() - before; n != 0 {
+		t.Errorf("after recovery: %d VRRP state changes during the 3 s sample, want 0", n)
+	}
+	st = v.waitClient("client served after recovery", t2)
+	t.Logf("(c) %d samples over 3 s, one holder each; client since recovery began: %d of %d requests failed", samples, st.failed, st.requests)
+}
+
+// TestVRRPRepeatedCrashAndStability crashes the VIP holder five times
+// (restarting it in between) for min/median/max figures, then holds the
+// settled cluster under client load for 60 s: no VRRP state may change.
+func TestVRRPRepeatedCrashAndStability(t *testing.T) {
+	v := startVRRPLab(t)
+	var failover, firstBack, outage, guard []time.Duration
+	var failed []int
+	for round := range 5 {
+		hs, err := v.holders()
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("round %d: holders %v, %v", round, hs, err)
+		}
+		r := v.crashHolder(hs[0])
+		v.logCrash(fmt.Sprintf("round %d", round+1), r)
+		failover = append(failover, r.failover)
+		firstBack = append(firstBack, r.client.firstBack)
+		outage = append(outage, r.client.outage)
+		guard = append(guard, r.guard)
+		failed = append(failed, r.client.failed)
+		v.restartNode(hs[0], fmt.Sprintf("round %d: restart on %s", round+1, v.nodes[hs[0]].n.Name))
+	}
+	summary := func(ds []time.Duration) string {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return fmt.Sprintf("%d/%d/%d", vrrpMS(s[0]), vrrpMS(s[len(s)/2]), vrrpMS(s[len(s)-1]))
+	}
+	slices.Sort(failed)
+	t.Logf("5 crashes (ms min/median/max): failover %s, client first success %s, client steady %s, stale VIP removed %s; failed requests %d/%d/%d",
+		summary(failover), summary(firstBack), summary(outage), summary(guard), failed[0], failed[2], failed[4])
+
+	h := v.waitSettled("before the stability window")
+	before := v.transitions()
+	t0 := time.Now()
+	for time.Since(t0) < 60*time.Second {
+		time.Sleep(500 * time.Millisecond)
+		hs, err := v.holders()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(hs, []int{h}) {
+			t.Errorf("stability window, %d ms in: holders %s, want only %s", vrrpMS(time.Since(t0)), v.names(hs), v.nodes[h].n.Name)
+			break
+		}
+	}
+	n := v.transitions() - before
+	var reqs, fails int
+	for _, r := range v.probes() {
+		if !r.start.Before(t0) && r.end.Before(t0.Add(60*time.Second)) {
+			reqs++
+			if !r.ok {
+				fails++
+			}
+		}
+	}
+	t.Logf("stability: 60 s with the client calling the VIP: %d VRRP state changes, %d of %d requests failed", n, fails, reqs)
+	if n != 0 {
+		t.Errorf("%d VRRP state changes in 60 s after settling, want 0", n)
+	}
+	if reqs == 0 {
+		t.Errorf("the client made no requests during the stability window")
+	}
+}
