@@ -1,13 +1,12 @@
 // Package kube watches the Kubernetes objects the load-balancer
 // configuration follows (Nodes, the EndpointSlices of default/kubernetes and
-// of the ingress service) with shared informers, and turns each burst of
+// of the ingress service) with client-go reflectors, and turns each burst of
 // changes into one lb.Snapshot.
 package kube
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -62,7 +62,7 @@ func NewOptions() Options {
 // backoff (a failed reload), even when nothing changes in the cluster.
 type Handler func(context.Context, lb.Snapshot) error
 
-// Watcher runs the informers and calls a Handler.
+// Watcher runs the reflectors and calls a Handler.
 type Watcher struct {
 	client Client
 	opts   Options
@@ -97,47 +97,31 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	// AddAfter keeps the earliest due time, so the render comes at most
 	// Debounce after the first event of a burst.
 	enqueue := func() { queue.AddAfter(queueKey, w.opts.Debounce) }
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { enqueue() },
-		UpdateFunc: func(any, any) { enqueue() },
-		DeleteFunc: func(any) { enqueue() },
-	}
-
-	nodeInf := cache.NewSharedIndexInformer(w.client.Nodes(), &corev1.Node{}, 0, cache.Indexers{})
-	apiInf := cache.NewSharedIndexInformer(w.client.EndpointSlices(metav1.NamespaceDefault, serviceNameLabel+"=kubernetes"),
-		&discoveryv1.EndpointSlice{}, 0, cache.Indexers{})
-	ingInf := cache.NewSharedIndexInformer(w.client.EndpointSlices(w.opts.IngressNamespace, serviceNameLabel+"="+w.opts.IngressService),
-		&discoveryv1.EndpointSlice{}, 0, cache.Indexers{})
-	// A Node carries its image list and conditions; keep only what the render
-	// reads, so a 1000-node cluster costs little memory on every node.
-	if err := nodeInf.SetTransform(trimNode); err != nil {
-		return fmt.Errorf("kube watcher: %w", err)
-	}
-	infs := []cache.SharedIndexInformer{nodeInf, apiInf, ingInf}
-	for _, inf := range infs {
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return fmt.Errorf("kube watcher: %w", err)
-		}
+	nodes := newNotifyStore(trimNode, enqueue)
+	api := newNotifyStore(nil, enqueue)
+	ing := newNotifyStore(nil, enqueue)
+	refls := []*cache.Reflector{
+		w.reflector("nodes", w.client.Nodes(), &corev1.Node{}, nodes),
+		w.reflector("apiserver endpointslices", w.client.EndpointSlices(metav1.NamespaceDefault, serviceNameLabel+"=kubernetes"),
+			&discoveryv1.EndpointSlice{}, api),
+		w.reflector("ingress endpointslices", w.client.EndpointSlices(w.opts.IngressNamespace, serviceNameLabel+"="+w.opts.IngressService),
+			&discoveryv1.EndpointSlice{}, ing),
 	}
 	l := listers{
-		nodes:   corelisters.NewNodeLister(nodeInf.GetIndexer()),
-		api:     discoverylisters.NewEndpointSliceLister(apiInf.GetIndexer()),
-		ingress: discoverylisters.NewEndpointSliceLister(ingInf.GetIndexer()),
+		nodes:   corelisters.NewNodeLister(nodes),
+		api:     discoverylisters.NewEndpointSliceLister(api),
+		ingress: discoverylisters.NewEndpointSliceLister(ing),
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, inf := range infs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inf.RunWithContext(runCtx)
-		}()
+	for _, r := range refls {
+		wg.Go(func() { r.RunWithContext(runCtx) })
 	}
-	// The informers stop before Run returns: no goroutine outlives a reload.
+	// The reflectors stop before Run returns: no goroutine outlives a reload.
 	defer wg.Wait()
 	defer stop()
-	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced, apiInf.HasSynced, ingInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, api.HasSynced, ing.HasSynced) {
 		return nil // cancelled before the first listing
 	}
 	w.synced.Store(true)
@@ -160,6 +144,11 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 		}
 		queue.Done(key)
 	}
+}
+
+func (w *Watcher) reflector(name string, lw cache.ListerWatcher, obj runtime.Object, store *notifyStore) *cache.Reflector {
+	b := reconnectBackoff
+	return cache.NewReflectorWithOptions(lw, obj, store, cache.ReflectorOptions{Name: name, Backoff: &b})
 }
 
 type listers struct {
