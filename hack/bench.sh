@@ -6,7 +6,10 @@
 #   b  OpenShift on-prem: CoreDNS template blocks + hosts (the stack we replace)
 #   c  whoami only: the cost of CoreDNS itself (ceiling)
 #   d  onemap: one map lookup of pre-built records (ceiling for a plugin)
-# each without and with `cache 30`. The server runs on CPU 0 with GOMAXPROCS=1,
+#   e  infradns: mdnsnodes with 500 nodes heard over real multicast on lo
+#   f  OpenShift's way for the same node names: hosts with 500 nodes
+# each without and with `cache 30`. a-d answer the VIP names (api, *.apps), e
+# and f the node names (<node>.DOMAIN A/AAAA). The server runs on CPU 0 with GOMAXPROCS=1,
 # dnsperf on CPU 1, loopback only. Runs are interleaved (a b c d a b c d …) so
 # machine noise hits every config alike; the table shows the median of the runs.
 # Writes docs/benchmarks.md (BENCH_OUT) and prints it.
@@ -36,16 +39,21 @@ zone=ocp4.example.com
 api_v4=192.0.2.5 api_v6=2001:db8::5
 ing_v4=192.0.2.10 ing_v6=2001:db8::10
 
-# The configurations: id|description|Corefile body function|expected rcodes.
-# "mix" = the query file's NOERROR/NXDOMAIN split; "noerror" = every answer
-# NOERROR. To add one (say mdnsnodes with 500 cached nodes against a hosts file
-# of 500 nodes), add a line here and a cf_* function below.
+# The configurations: id|description|Corefile body function|expected
+# rcodes|query set. "mix" = the query file's NOERROR/NXDOMAIN split;
+# "noerror" = every answer NOERROR. Query set "vips" is genqueries' file,
+# "nodes" the node names. To add one, add a line here and a cf_* function below.
 configs=(
-  "a|infradns: apiint + appswildcard|cf_ours|mix"
-  "b|OpenShift on-prem: template + hosts|cf_openshift|mix"
-  "c|whoami only (ceiling)|cf_whoami|noerror"
-  "d|onemap: one map lookup (ceiling)|cf_onemap|mix"
+  "a|infradns: apiint + appswildcard|cf_ours|mix|vips"
+  "b|OpenShift on-prem: template + hosts|cf_openshift|mix|vips"
+  "c|whoami only (ceiling)|cf_whoami|noerror|vips"
+  "d|onemap: one map lookup (ceiling)|cf_onemap|mix|vips"
+  "e|infradns: mdnsnodes, 500 nodes over mDNS|cf_mdnsnodes|mix|nodes"
+  "f|OpenShift on-prem: hosts, 500 nodes|cf_hosts|mix|nodes"
 )
+# Node i of e and f is worker-NNN with 10.128.i/256.i%256 and fd00:128::(i+1),
+# as test/bench/mdnsflood announces them.
+nodes=500
 caches=(none 30)
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -59,11 +67,14 @@ done
 
 work=$(mktemp -d -t infradns-bench.XXXXXX)
 pid=
+flood_pid=
 cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
+  for p in "$pid" "$flood_pid"; do
+    if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+      kill -KILL "$p" 2>/dev/null || true
+      wait "$p" 2>/dev/null || true
+    fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -137,6 +148,28 @@ cf_openshift() {
 EOF
 }
 
+# mdnsnodes on lo: the nodes arrive as real mDNS announcements (see fill).
+cf_mdnsnodes() {
+  cat <<EOF
+    mdnsnodes {
+        zone $zone
+        cluster ocp4
+        interface lo
+    }
+EOF
+}
+
+# OpenShift's Corefile serves node names from a hosts block; unknown names
+# fall through to the site DNS (here the SOA-only zone, as in b).
+cf_hosts() {
+  cat <<EOF
+    hosts $work/hosts.nodes $zone {
+        fallthrough
+    }
+    file $work/upstream.zone $zone
+EOF
+}
+
 cf_whoami() {
   echo "    whoami"
 }
@@ -193,6 +226,36 @@ stop() {
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   pid=
+  if [ -n "$flood_pid" ]; then
+    kill -TERM "$flood_pid" 2>/dev/null || true
+    wait "$flood_pid" 2>/dev/null || true
+    flood_pid=
+  fi
+}
+
+# fill ID PORT: for mdnsnodes, announce the nodes over multicast on lo (one
+# round; mdnsflood's next round is 30 s later, after the run) and check that
+# the first, a middle and the last node are served. Each attempt asks names
+# never asked before: with `cache 30` an early NXDOMAIN would stay cached.
+fill() {
+  [ "$1" = e ] || return 0
+  local i n ok
+  "$work/mdnsflood" -interface lo -cluster ocp4 -n "$nodes" >"$work/flood.log" 2>&1 &
+  flood_pid=$!
+  for ((i = 0; i < 100; i++)); do
+    grep -q '^announced' "$work/flood.log" && break
+    sleep 0.1
+  done
+  for ((i = 0; i < 10; i++)); do
+    sleep 0.2
+    ok=0
+    for n in $i $((nodes / 2 + i)) $((nodes - 1 - i)); do
+      [ "$(dig +time=1 +tries=1 +short @127.0.0.1 -p "$2" "$(printf 'worker-%03d' "$n").$zone" A)" = "10.128.$((n / 256)).$((n % 256))" ] && ok=$((ok + 1))
+    done
+    [ "$ok" -eq 3 ] && return 0
+  done
+  cat "$work/flood.log" >&2
+  die "mdnsnodes did not hear the $nodes nodes"
 }
 
 # field FILE REGEX prints the first number after REGEX in dnsperf's output.
@@ -201,7 +264,7 @@ field() { sed -nE "s/^ *$2 *([0-9.]+).*/\1/p" "$1" | head -1; }
 # rcode FILE NAME prints the count of response code NAME (0 if absent).
 rcode() { grep -oE "$2 [0-9]+" <(grep 'Response codes:' "$1") | awk '{print $2}' | head -1 | grep . || echo 0; }
 
-# check FILE EXPECT ID CACHE fails unless the response codes are the expected ones.
+# check FILE EXPECT ID CACHE SET fails unless the response codes are the expected ones.
 check() {
   local f=$1 expect=$2 id=$3 cache=$4
   local completed noerr nx other lost sent
@@ -220,9 +283,9 @@ check() {
     mix)
       # The query file's share of NXDOMAIN, ± 1 percentage point (dnsperf stops
       # part-way through the file).
-      awk -v nx="$nx" -v c="$completed" -v want="$nx_share" \
+      awk -v nx="$nx" -v c="$completed" -v want="${nx_share[$5]}" \
         'BEGIN { s = nx / c; exit !(s > want - 0.01 && s < want + 0.01) }' ||
-        { grep 'Response codes:' "$f" >&2; die "$id/cache $cache: NXDOMAIN share is not $nx_share"; } ;;
+        { grep 'Response codes:' "$f" >&2; die "$id/cache $cache: NXDOMAIN share is not ${nx_share[$5]}"; } ;;
   esac
 }
 
@@ -234,7 +297,20 @@ echo "bench: building $bin (tags benchmap)"
 go build -tags benchmap -trimpath -ldflags "-s -w -X main.version=bench" -o "$bin" ./coredns
 summary=$(go run ./test/bench/genqueries -dir "$work" -zone "$zone" \
   -api-v4 "$api_v4" -api-v6 "$api_v6" -ingress-v4 "$ing_v4" -ingress-v6 "$ing_v6")
-nx_share=$(awk -F'[ =]' '{ print $6 / $2 }' <<<"$summary")
+declare -A nx_share
+nx_share[vips]=$(awk -F'[ =]' '{ print $6 / $2 }' <<<"$summary")
+mv "$work/queries.txt" "$work/queries.vips.txt"
+# Node names: every node A and AAAA, and one NXDOMAIN per ten queries.
+go build -o "$work/mdnsflood" ./test/bench/mdnsflood
+nx_nodes=$((nodes * 2 / 9))
+for ((i = 0; i < nodes; i++)); do
+  n=$(printf 'worker-%03d' "$i").$zone
+  printf '10.128.%d.%d %s\nfd00:128::%x %s\n' $((i / 256)) $((i % 256)) "$n" $((i + 1)) "$n" >>"$work/hosts.nodes"
+  printf '%s A\n%s AAAA\n' "$n" "$n"
+done >"$work/queries.nodes.unshuffled"
+for ((i = 0; i < nx_nodes; i++)); do printf 'nosuch-node-%03d.%s A\n' "$i" "$zone"; done >>"$work/queries.nodes.unshuffled"
+shuf --random-source=<(yes) "$work/queries.nodes.unshuffled" >"$work/queries.nodes.txt"
+nx_share[nodes]=$(awk -v nx="$nx_nodes" -v all="$((nodes * 2 + nx_nodes))" 'BEGIN { print nx / all }')
 cat >"$work/upstream.zone" <<EOF
 \$ORIGIN $zone.
 @       30 IN SOA ns.dns.$zone. hostmaster.$zone. 1 7200 1800 86400 30
@@ -251,19 +327,25 @@ done
 
 # Every config that serves the cluster's names must give the same answers, or
 # the comparison is void.
-probes=("api.$zone A" "api-int.$zone AAAA" "route-0001-ns-01.apps.$zone A" "route-0001-ns-01.apps.$zone AAAA" "nosuch-00001.$zone A")
-wants=("NOERROR $api_v4" "NOERROR $api_v6" "NOERROR $ing_v4" "NOERROR $ing_v6" "NXDOMAIN")
+declare -A probes wants
+probes[vips]="api.$zone A|api-int.$zone AAAA|route-0001-ns-01.apps.$zone A|route-0001-ns-01.apps.$zone AAAA|nosuch-00001.$zone A"
+wants[vips]="NOERROR $api_v4|NOERROR $api_v6|NOERROR $ing_v4|NOERROR $ing_v6|NXDOMAIN"
+probes[nodes]="worker-042.$zone A|worker-042.$zone AAAA|WORKER-300.$zone A|worker-300.$zone MX|nosuch-node-001.$zone A"
+wants[nodes]="NOERROR 10.128.0.42|NOERROR fd00:128::2b|NOERROR 10.128.1.44|NOERROR|NXDOMAIN"
 for c in "${selected[@]}"; do
-  IFS='|' read -r id desc fn expect <<<"$c"
+  IFS='|' read -r id desc fn expect set <<<"$c"
   [ "$expect" = mix ] || continue
   port=$(pick_port)
   corefile "$fn" "$port" none >"$work/Corefile.probe"
   start "$work/Corefile.probe" "$port"
-  for i in "${!probes[@]}"; do
+  fill "$id" "$port"
+  IFS='|' read -ra ps <<<"${probes[$set]}"
+  IFS='|' read -ra ws <<<"${wants[$set]}"
+  for i in "${!ps[@]}"; do
     # shellcheck disable=SC2086 # "name type"
-    got=$(dig +time=1 +tries=1 +noall +comments +answer @127.0.0.1 -p "$port" ${probes[$i]} |
+    got=$(dig +time=1 +tries=1 +noall +comments +answer @127.0.0.1 -p "$port" ${ps[$i]} |
       awk '/status:/ { s = $6; sub(",", "", s) } /^[^;]/ && NF >= 5 { a = a " " $5 } END { print s a }')
-    [ "$got" = "${wants[$i]}" ] || { stop; die "$id: ${probes[$i]} answered '$got', want '${wants[$i]}'"; }
+    [ "$got" = "${ws[$i]}" ] || { stop; die "$id: ${ps[$i]} answered '$got', want '${ws[$i]}'"; }
   done
   stop
 done
@@ -276,18 +358,19 @@ echo "bench: $summary; ${#selected[@]} configs × ${#caches[@]} cache settings �
 for ((r = 1; r <= runs; r++)); do
   for cache in "${caches[@]}"; do
     for c in "${selected[@]}"; do
-      IFS='|' read -r id desc fn expect <<<"$c"
+      IFS='|' read -r id desc fn expect set <<<"$c"
       port=$(pick_port)
       conf=$work/Corefile.$id.$cache
       corefile "$fn" "$port" "$cache" >"$conf"
       start "$conf" "$port"
+      fill "$id" "$port"
       res=$work/dnsperf.$id.$cache.$r
-      taskset -c "$client_cpu" dnsperf -s 127.0.0.1 -p "$port" -d "$work/queries.txt" \
+      taskset -c "$client_cpu" dnsperf -s 127.0.0.1 -p "$port" -d "$work/queries.$set.txt" \
         -l "$secs" -c "$clients" -q "$outstanding" >"$res" 2>&1 ||
         { cat "$res" >&2; die "dnsperf failed ($id, cache $cache)"; }
       rss_kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
       stop
-      check "$res" "$expect" "$id" "$cache"
+      check "$res" "$expect" "$id" "$cache" "$set"
       qps=$(field "$res" 'Queries per second:')
       lat=$(field "$res" 'Average Latency \(s\):')
       echo "$qps $lat $rss_kb" >>"$work/result.$id.$cache"
@@ -315,8 +398,9 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   echo "- Load before: \`${load_before#*load average: }\`, after: \`${load_after#*load average: }\` (1/5/15 min; other jobs on the machine add noise)"
   echo "- One binary for all configs: \`bin/coredns-bench\` (\`go build -tags benchmap ./coredns\`: the product build plus the benchmark-only \`onemap\` plugin)."
   echo "- Server: \`GOMAXPROCS=1 taskset -c $server_cpu\`; dnsperf: \`taskset -c $client_cpu dnsperf -l $secs -c $clients -q $outstanding\` (no rate limit), 127.0.0.1 only."
-  echo "- Queries: $summary ($(sort -u "$work/queries.txt" | wc -l) distinct name/type pairs): 10 % api/api-int A+AAAA, 80 % \`*.apps\` (3000 names, 1 in 5 AAAA), 10 % NXDOMAIN in the cluster domain; shuffled, fixed seed (test/bench/genqueries)."
-  echo "- Median of $runs runs of $secs s per row, runs interleaved (a b c d a b c d …); every run's response codes checked (no SERVFAIL; NXDOMAIN share as in the query file; whoami answers all NOERROR)."
+  echo "- Queries a–d: $summary ($(sort -u "$work/queries.vips.txt" | wc -l) distinct name/type pairs): 10 % api/api-int A+AAAA, 80 % \`*.apps\` (3000 names, 1 in 5 AAAA), 10 % NXDOMAIN in the cluster domain; shuffled, fixed seed (test/bench/genqueries)."
+  echo "- Queries e–f: $((nodes * 2 + nx_nodes)) (each of the $nodes nodes A and AAAA, $nx_nodes unknown names → NXDOMAIN), shuffled. e hears the nodes from test/bench/mdnsflood over IPv4 multicast on lo (one round of announcements before each run); f reads the same nodes from a hosts file."
+  echo "- Median of $runs runs of $secs s per row, runs interleaved (a b c … a b c …); every run's response codes checked (no SERVFAIL; NXDOMAIN share as in the query file; whoami answers all NOERROR)."
   echo "- Saturated: latency is mostly dnsperf's queue (≈ in flight / qps); compare qps. Peak RSS is the server's VmHWM after the run."
   echo
   echo "## Results"
@@ -325,7 +409,7 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   echo "|---|---|---:|---|---:|---:|"
   for cache in "${caches[@]}"; do
     for c in "${selected[@]}"; do
-      IFS='|' read -r id desc fn expect <<<"$c"
+      IFS='|' read -r id desc fn expect set <<<"$c"
       f=$work/result.$id.$cache
       q=$(col 1 "$f")
       qps_med[$id.$cache]=$q
@@ -340,12 +424,12 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   echo
   echo "| ratio | no cache | cache 30 | target |"
   echo "|---|---:|---:|---|"
-  for pair in "b|a/b: infradns vs OpenShift templates|≥ 2.0 without cache" "c|a/c: infradns vs whoami|" "d|a/d: infradns vs one map lookup|≥ 0.95"; do
-    IFS='|' read -r other label target <<<"$pair"
+  for pair in "a|b|a/b: infradns vs OpenShift templates|≥ 2.0 without cache" "a|c|a/c: infradns vs whoami|" "a|d|a/d: infradns vs one map lookup|≥ 0.95" "e|f|e/f: mdnsnodes vs hosts, 500 nodes|"; do
+    IFS='|' read -r ours other label target <<<"$pair"
     line="| $label"
     for cache in "${caches[@]}"; do
-      if [ -n "${qps_med[a.$cache]:-}" ] && [ -n "${qps_med[$other.$cache]:-}" ]; then
-        line+=$(awk -v x="${qps_med[a.$cache]}" -v y="${qps_med[$other.$cache]}" 'BEGIN { printf " | %.2f", x / y }')
+      if [ -n "${qps_med[$ours.$cache]:-}" ] && [ -n "${qps_med[$other.$cache]:-}" ]; then
+        line+=$(awk -v x="${qps_med[$ours.$cache]}" -v y="${qps_med[$other.$cache]}" 'BEGIN { printf " | %.2f", x / y }')
       else
         line+=" | –"
       fi
@@ -355,7 +439,7 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   echo
   echo "## Corefiles (no-cache variant; the cache rows add \`cache 30\` first)"
   for c in "${selected[@]}"; do
-    IFS='|' read -r id desc fn expect <<<"$c"
+    IFS='|' read -r id desc fn expect set <<<"$c"
     echo
     echo "$id — $desc:"
     echo
@@ -365,7 +449,8 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   done
   echo
   echo "\`\$WORK/upstream.zone\` holds only the SOA and NS of $zone (it answers OpenShift's NXDOMAINs in place of the"
-  echo "site DNS it forwards to); \`\$WORK/onemap.names\` lists api, api-int and the 3000 apps names with their VIPs."
+  echo "site DNS it forwards to); \`\$WORK/onemap.names\` lists api, api-int and the 3000 apps names with their VIPs;"
+  echo "\`\$WORK/hosts.nodes\` holds the $nodes nodes' IPv4 and IPv6 lines."
   echo
   echo "## Profiling"
   echo
