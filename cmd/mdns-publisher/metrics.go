@@ -13,11 +13,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "infradns",
 			Subsystem: "mdns_publisher",
 			Name:      "events_total",
-			Help:      "Counter of publisher events: probe, announcement, goodbye, response, conflict, address_change.",
+			Help:      "Counter of publisher events: probe, announcement, goodbye, response, conflict, address_change, goodbye_defended.",
 		}, []string{"event"}),
 	}
 	reg.MustRegister(m.events)
-	for _, e := range []string{"probe", "announcement", "goodbye", "response", "conflict", "address_change"} {
+	for _, e := range []string{"probe", "announcement", "goodbye", "response", "conflict", "address_change", "goodbye_defended"} {
 		m.events.WithLabelValues(e)
 	}
 	return m

@@ -27,6 +27,14 @@ func ann(host, cluster string, k []byte, goodbye bool, addrs ...netip.Addr) func
 	return func(t *testing.T, at time.Time) *dns.Msg { return announce(t, host, cluster, addrs, k, at, goodbye) }
 }
 
+// addrBye is a node's goodbye for addresses it no longer holds.
+func addrBye(host string, gone ...netip.Addr) func(*testing.T, time.Time) *dns.Msg {
+	return func(t *testing.T, _ time.Time) *dns.Msg {
+		z := NewZone(host+".local.", "ocp4", []Service{DefaultService("ocp4", host)}, []netip.Addr{n1new}, nil)
+		return roundTrip(t, z.AddrGoodbye(gone))
+	}
+}
+
 // served returns the index as "label=addr,addr" strings.
 func served(ix *Index) []string {
 	var out []string
@@ -70,6 +78,15 @@ func TestCache(t *testing.T) {
 			{0, n1v6, ann("node1", "ocp4", nil, false, n1v4, n1v6)},
 			{5 * time.Second, n1v6, ann("node1", "ocp4", nil, false, n1new, n1v6)}},
 			at: 5*time.Second + 500*time.Millisecond, want: []string{"node1=198.51.100.11,198.51.100.111,2001:db8:1::11,"}},
+		{name: "address goodbye drops the old address at once", steps: []step{
+			{0, n1v6, ann("node1", "ocp4", nil, false, n1v4, n1v6)},
+			{5 * time.Second, n1v6, ann("node1", "ocp4", nil, false, n1new, n1v6)},
+			{5 * time.Second, n1v6, addrBye("node1", n1v4)}},
+			at: 5*time.Second + 10*time.Millisecond, want: []string{"node1=198.51.100.111,2001:db8:1::11,"}},
+		{name: "address goodbye for the only address leaves no address", steps: []step{
+			{0, n1v4, ann("node1", "ocp4", nil, false, n1v4)},
+			{time.Second, n1v4, addrBye("node1", n1v4)}},
+			at: time.Second + 10*time.Millisecond},
 		{name: "address change from a known source", steps: []step{
 			{0, n1v6, ann("node1", "ocp4", nil, false, n1v4, n1v6)},
 			{5 * time.Second, n1v6, ann("node1", "ocp4", nil, false, n1new, n1v6)},

@@ -185,6 +185,18 @@ func (z *Zone) Announcement(stamp Stamp, goodbye bool) *dns.Msg {
 	return m
 }
 
+// AddrGoodbye says goodbye (TTL 0) to addresses the host no longer holds
+// (RFC 6762 10.1). The cache-flush bit of the next announcement would drop
+// them only a second after it arrives, and not at all where the old record
+// was refreshed within the last second.
+func (z *Zone) AddrGoodbye(gone []netip.Addr) *dns.Msg {
+	old := *z
+	old.Addrs = gone
+	m := response()
+	m.Answer = old.addrRRs(dns.TypeANY, rrOpts{goodbye: true})
+	return m
+}
+
 // Probe is the query that asks whether anyone else holds our unique names
 // (RFC 6762 8.1): one ANY question per name with the QU bit, and the records
 // we intend to claim in the authority section for simultaneous-probe tie-breaking.

@@ -149,6 +149,33 @@ func (z *Zone) Conflicts(m *dns.Msg) bool {
 	return false
 }
 
+// ByeForUs reports whether a response says goodbye (TTL 0) to one of our
+// live address records. We sent no such packet while running, so another
+// host did: a forged goodbye, or an echo of our data followed by one, which
+// an unsigned cache cannot tell from ours. Re-announcing within the cache's
+// one-second goodbye grace (RFC 6762 10.1) keeps the node resolvable.
+func (z *Zone) ByeForUs(m *dns.Msg) bool {
+	if m == nil || !m.Response {
+		return false
+	}
+	for _, rr := range append(slices.Clone(m.Answer), m.Extra...) {
+		if rr.Header().Ttl != 0 || lower(rr.Header().Name) != z.Host {
+			continue
+		}
+		switch rr := rr.(type) {
+		case *dns.A:
+			if z.has(rr.A) {
+				return true
+			}
+		case *dns.AAAA:
+			if z.has(rr.AAAA) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ProbeConflict reports whether a received probe (a query with our names in
 // its questions and proposed records in its authority section) wins the
 // simultaneous-probe tie-break against ours (RFC 6762 8.2): we must then wait

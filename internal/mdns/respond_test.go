@@ -115,6 +115,30 @@ func TestConflicts(t *testing.T) {
 	}
 }
 
+func TestByeForUs(t *testing.T) {
+	z := testZone(nil) // node1.local. with 198.51.100.11 and 2001:db8:1::11
+	addr := func(s string) []netip.Addr { return []netip.Addr{netip.MustParseAddr(s)} }
+	tests := []struct {
+		name string
+		msg  *dns.Msg
+		want bool
+	}{
+		{"goodbye for our IPv4", NewZone("NODE1.local.", "ocp4", nil, addr("198.51.100.11"), nil).Announcement(Stamp{}, true), true},
+		{"goodbye for our IPv6", NewZone("node1.local.", "ocp4", nil, addr("2001:db8:1::11"), nil).Announcement(Stamp{}, true), true},
+		{"our own announcement", z.Announcement(NewStamp(t0), false), false},
+		{"goodbye for an address we no longer hold", NewZone("node1.local.", "ocp4", nil, addr("198.51.100.99"), nil).Announcement(Stamp{}, true), false},
+		{"goodbye for another host", NewZone("node2.local.", "ocp4", nil, addr("198.51.100.11"), nil).Announcement(Stamp{}, true), false},
+		{"a query", z.Probe(), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := z.ByeForUs(roundTrip(t, tc.msg)); got != tc.want {
+				t.Errorf("ByeForUs = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestProbeConflict(t *testing.T) {
 	low := NewZone("node1.local.", "ocp4", []Service{DefaultService("ocp4", "node1")}, []netip.Addr{netip.MustParseAddr("198.51.100.1")}, nil)
 	high := NewZone("node1.local.", "ocp4", []Service{DefaultService("ocp4", "node1")}, []netip.Addr{netip.MustParseAddr("198.51.100.200")}, nil)

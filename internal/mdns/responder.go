@@ -56,6 +56,9 @@ type Responder struct {
 	zone   *Zone
 	lastMC map[string]time.Time // name/type → last multicast (RFC 6762 6.2)
 	rename int
+	// defended is when we last re-announced, or will, because of a goodbye
+	// for our records; see defend.
+	defended time.Time
 }
 
 // NewResponder checks cfg and returns a Responder.
@@ -112,6 +115,20 @@ func (r *Responder) setPhase(p Phase) {
 	r.mu.Unlock()
 }
 
+// setZone replaces the zone. Only Run's goroutine writes it and reads it
+// without the lock; delayed replies read it from timers, under the lock.
+func (r *Responder) setZone(z *Zone) {
+	r.mu.Lock()
+	r.zone = z
+	r.mu.Unlock()
+}
+
+func (r *Responder) currentZone() *Zone {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.zone
+}
+
 func (r *Responder) buildZone(addrs []netip.Addr) *Zone {
 	host := r.cfg.Host
 	services := slices.Clone(r.cfg.Services)
@@ -146,7 +163,7 @@ func (r *Responder) Run(ctx context.Context) error {
 	go func() { conn.Read(in, stop); close(readDone) }()
 	defer func() { close(stop); conn.Close(); <-readDone }()
 
-	r.zone = r.buildZone(addrs)
+	r.setZone(r.buildZone(addrs))
 	now := time.Now()
 	// RFC 6762 8.1 asks for 0–250 ms; we wait at most 100 ms because a
 	// node's name must be resolvable within a second of its start, and the
@@ -158,6 +175,7 @@ func (r *Responder) Run(ctx context.Context) error {
 	defer poll.Stop()
 	timer := time.NewTimer(time.Until(ann.Next()))
 	defer timer.Stop()
+	var gone []netip.Addr // addresses to say goodbye to after the next announcement
 
 	for {
 		select {
@@ -177,7 +195,12 @@ func (r *Responder) Run(ctx context.Context) error {
 			}
 			r.log.Info("addresses changed", "old", r.zone.Addrs, "new", as)
 			r.cfg.Events("address_change")
-			r.zone = r.buildZone(as)
+			// Signed announcements replace the whole address set at once; an
+			// unsigned cache needs the goodbye, sent after the new addresses.
+			if r.cfg.Key == nil {
+				gone = slices.DeleteFunc(slices.Clone(r.zone.Addrs), func(a netip.Addr) bool { return slices.Contains(as, a) })
+			}
+			r.setZone(r.buildZone(as))
 			ann.Reannounce(time.Now())
 		case <-timer.C:
 		}
@@ -191,6 +214,10 @@ func (r *Responder) Run(ctx context.Context) error {
 			r.send(conn, r.zone.Announcement(NewStamp(now), false), nil)
 			r.markMulticast(r.zone.Announcement(Stamp{}, false), now)
 			r.cfg.Events("announcement")
+			if len(gone) > 0 {
+				r.send(conn, r.zone.AddrGoodbye(gone), nil)
+				gone = nil
+			}
 		}
 		if ann.Phase() == Announced {
 			r.setPhase(Announced)
@@ -234,6 +261,26 @@ func (r *Responder) waitInterface(ctx context.Context) (*net.Interface, []netip.
 	}
 }
 
+// defendGap spaces our answers to forged goodbyes: a forger sends one per
+// family, and the second may arrive after our first re-announcement, so a
+// later goodbye gets its own, at most one per gap, well inside the one second
+// a cache keeps a record after its goodbye.
+const defendGap = 100 * time.Millisecond
+
+func (r *Responder) defend(ann *Announcer, from netip.AddrPort, now time.Time) {
+	if r.defended.After(now) {
+		return // a re-announcement is already scheduled after this goodbye
+	}
+	at := now
+	if next := r.defended.Add(defendGap); next.After(at) {
+		at = next
+	}
+	r.defended = at
+	r.cfg.Events("goodbye_defended")
+	r.log.Warn("another host said goodbye for our records: re-announcing", "from", from, "host", r.zone.Host, "at", at.Sub(now))
+	ann.Reannounce(at)
+}
+
 func (r *Responder) handle(conn *Conn, ann *Announcer, p Packet) {
 	m, err := ParsePacket(p.Data)
 	if err != nil {
@@ -241,13 +288,20 @@ func (r *Responder) handle(conn *Conn, ann *Announcer, p Packet) {
 	}
 	now := time.Now()
 	if m.Response {
-		if p.Src.Port() != Port || !r.zone.Conflicts(m) {
+		if p.Src.Port() != Port {
+			return
+		}
+		if ann.Phase() != Probing && r.zone.ByeForUs(m) {
+			r.defend(ann, p.Src, now)
+			return
+		}
+		if !r.zone.Conflicts(m) {
 			return
 		}
 		r.cfg.Events("conflict")
 		if ann.Phase() == Probing && r.cfg.Collision == CollisionHostname {
 			r.rename++
-			r.zone = r.buildZone(r.zone.Addrs)
+			r.setZone(r.buildZone(r.zone.Addrs))
 			r.log.Warn("name conflict while probing: renamed", "host", r.zone.Host)
 			ann.Reprobe(now, 0)
 			return
@@ -277,7 +331,16 @@ func (r *Responder) handle(conn *Conn, ann *Announcer, p Packet) {
 		return
 	}
 	if reply.Shared {
-		time.AfterFunc(20*time.Millisecond+rand.N(100*time.Millisecond), func() { r.send(conn, reply.Msg, nil) })
+		zone := r.zone
+		time.AfterFunc(20*time.Millisecond+rand.N(100*time.Millisecond), func() {
+			// A reply built before an address change must not follow the
+			// change's announcement: its old addresses would count as fresh
+			// and survive the cache flush (RFC 6762 10.2 keeps what arrived
+			// within the last second). The announcement answers the query.
+			if r.currentZone() == zone {
+				r.send(conn, reply.Msg, nil)
+			}
+		})
 		return
 	}
 	r.send(conn, reply.Msg, nil)

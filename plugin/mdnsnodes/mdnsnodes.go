@@ -74,6 +74,10 @@ func (m *MDNSNodes) Start() error {
 		key = k
 	}
 	server := strings.Join(m.Zones, ",")
+	// Every reason at 0 from the start, so an alert on a rate sees the first rejection.
+	for _, reason := range mdns.Reasons {
+		rejected.WithLabelValues(server, reason)
+	}
 	b, err := mdns.NewBrowser(mdns.BrowserConfig{
 		Interface: m.iface,
 		Bind:      m.bind,
