@@ -75,6 +75,7 @@ func FuzzPublisherHandle(f *testing.F) {
 			z := testZone(k)
 			z.Conflicts(m)
 			z.ProbeConflict(m)
+			z.ByeForUs(m)
 			r := z.Respond(m, netip.AddrPortFrom(netip.MustParseAddr("198.51.100.7"), port), NewStamp(t0))
 			if r == nil {
 				continue
