@@ -8,6 +8,11 @@
 //	    one GET per interval, each on a new connection (a kept-alive
 //	    connection would hide a VIP move), one line per request on stdout:
 //	    "START_UNIX_NANO END_UNIX_NANO ok BODY" or "... fail ERROR".
+//	fakeapi hold -addr HOST:PORT [-interval 100ms] [-timeout 2s]
+//	    one TLS connection, dialled once, with an HTTP/1.1 GET / on it every
+//	    interval; the same line format plus the connection's local address.
+//	    The first failure ends the program: it never redials, so every "ok"
+//	    line is proof that the first connection is still being served.
 package main
 
 import (
@@ -22,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -30,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fakeapi serve|probe [flags]")
+		fmt.Fprintln(os.Stderr, "usage: fakeapi serve|probe|hold [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -39,6 +45,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "probe":
 		err = probe(os.Args[2:])
+	case "hold":
+		err = hold(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -138,6 +146,72 @@ func get(c *http.Client, url string) (string, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return string(b), nil
+}
+
+func hold(args []string) error {
+	fs := flag.NewFlagSet("hold", flag.ExitOnError)
+	addr := fs.String("addr", "", "HOST:PORT to connect to")
+	interval := fs.Duration("interval", 100*time.Millisecond, "time between request starts")
+	timeout := fs.Duration("timeout", 2*time.Second, "dial and per-request timeout")
+	_ = fs.Parse(args)
+	if *addr == "" {
+		return fmt.Errorf("hold: -addr is required")
+	}
+	d := &net.Dialer{Timeout: *timeout}
+	c, err := tls.DialWithDialer(d, "tcp", *addr, &tls.Config{InsecureSkipVerify: true}) // the lab's throwaway certificates
+	if err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	defer c.Close()
+	local := c.LocalAddr().String()
+	br := bufio.NewReader(c)
+	out := bufio.NewWriter(os.Stdout)
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	for range tick.C {
+		start := time.Now()
+		body, err := holdGet(c, br, *addr, start.Add(*timeout))
+		status, detail := "ok", body
+		if err != nil {
+			status, detail = "fail", err.Error()
+		}
+		fmt.Fprintf(out, "%d %d %s %s %s\n", start.UnixNano(), time.Now().UnixNano(), status,
+			strings.Join(strings.Fields(detail), "_"), local)
+		if ferr := out.Flush(); ferr != nil {
+			return ferr
+		}
+		if err != nil {
+			return fmt.Errorf("hold: connection from %s: %w", local, err)
+		}
+	}
+	return nil
+}
+
+// holdGet is one request on the held connection, written by hand so that
+// nothing can quietly open a second one.
+func holdGet(c *tls.Conn, br *bufio.Reader, host string, deadline time.Time) (string, error) {
+	if err := c.SetDeadline(deadline); err != nil {
+		return "", err
+	}
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if resp.Close {
+		return "", fmt.Errorf("the server closes the connection after this response")
 	}
 	return string(b), nil
 }
