@@ -47,6 +47,9 @@ type Options struct {
 	// Dial, if set, is used by the readiness probes and the client (for an
 	// address only reachable through a namespace).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Listen, if set, is how free ports on BindAddress are found (for an
+	// address that only exists inside a namespace).
+	Listen func(network, addr string) (net.Listener, error)
 	// EndpointReconciler keeps the apiserver's own default/kubernetes
 	// EndpointSlice; off by default so tests own that service's slices.
 	EndpointReconciler bool
@@ -91,9 +94,13 @@ func StartWith(t testing.TB, o Options) *Cluster {
 	c := &Cluster{t: t, opts: o, bin: bin, Dir: dir}
 	t.Cleanup(c.cleanup)
 
-	etcdClient := freePort(t, o.BindAddress)
-	etcdPeer := freePort(t, o.BindAddress)
-	apiPort := freePort(t, o.BindAddress)
+	listen := o.Listen
+	if listen == nil {
+		listen = net.Listen
+	}
+	etcdClient := freePort(t, listen, o.BindAddress)
+	etcdPeer := freePort(t, listen, o.BindAddress)
+	apiPort := freePort(t, listen, o.BindAddress)
 	host := o.BindAddress
 	clientURL := "http://" + net.JoinHostPort(host, strconv.Itoa(etcdClient))
 	peerURL := "http://" + net.JoinHostPort(host, strconv.Itoa(etcdPeer))
@@ -391,9 +398,9 @@ func buildScript() (string, error) {
 	}
 }
 
-func freePort(t testing.TB, host string) int {
+func freePort(t testing.TB, listen func(network, addr string) (net.Listener, error), host string) int {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	l, err := listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatalf("kubetest: free port on %s: %v", host, err)
 	}

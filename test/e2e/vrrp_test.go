@@ -18,13 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/test/e2e/lab"
 )
 
-// The VRRP lab: every node runs bin/coredns with lbconfig (static backends,
-// no Kubernetes), the keepalived and haproxy that read what lbconfig writes,
-// and a fake apiserver; the client namespace calls the API VIP through
-// haproxy the whole time.
+// The VRRP lab: every node runs bin/coredns with lbconfig, the keepalived
+// and haproxy that read what lbconfig writes, and a fake apiserver; the
+// client namespace calls the API VIP through haproxy the whole time.
+// lbconfig learns the backends either from a real kube-apiserver in a lab
+// namespace of its own (Node objects and default/kubernetes EndpointSlices,
+// as on a running cluster) or from static backends (a bootstrap node).
 const (
 	vrrpCluster    = "vrrplab"
 	vrrpLBPort     = 9445
@@ -55,7 +58,20 @@ type vrrpLab struct {
 	lab    *lab.Lab
 	nodes  []*vrrpNode
 	client *lab.Process
+	// kube is the apiserver lbconfig watches; nil with static backends.
+	kube *kubetest.Cluster
 }
+
+// vrrpFeed is where lbconfig learns the apiservers from.
+type vrrpFeed int
+
+const (
+	vrrpStatic vrrpFeed = iota // backends in the Corefile
+	vrrpKube                   // a real kube-apiserver in the lab
+)
+
+// vrrpLeaseNS holds the VIP status Leases in the API-fed lab.
+const vrrpLeaseNS = "default"
 
 func (v *vrrpLab) kaPid(i int) string   { return filepath.Join(v.nodes[i].dir, "keepalived.pid") }
 func (v *vrrpLab) vrrpPid(i int) string { return filepath.Join(v.nodes[i].dir, "vrrp.pid") }
@@ -88,7 +104,7 @@ func vrrpBuildFakeAPI(t *testing.T) string {
 
 // startVRRPLab brings up three nodes and a client and returns once exactly
 // one node holds the VIP, the others are BACKUP and the client is served.
-func startVRRPLab(t *testing.T) *vrrpLab {
+func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 	t.Helper()
 	for _, tool := range []string{"keepalived", "haproxy"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -103,6 +119,11 @@ func startVRRPLab(t *testing.T) *vrrpLab {
 	var backends []string
 	for _, n := range l.Nodes() {
 		backends = append(backends, netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String())
+	}
+	source := "backends " + strings.Join(backends, " ")
+	if feed == vrrpKube {
+		v.kube = vrrpStartKube(t, l)
+		source = fmt.Sprintf("kubeconfig %s\n        status-lease %s", v.kube.Kubeconfig, vrrpLeaseNS)
 	}
 	base := t.TempDir()
 	for i, n := range l.Nodes() {
@@ -121,7 +142,7 @@ func startVRRPLab(t *testing.T) *vrrpLab {
         node %s
         api-vip %s
         interface %s
-        backends %s
+        %s
         lb-port %d
         health-port %d
         vrrp-version 3
@@ -135,7 +156,7 @@ func startVRRPLab(t *testing.T) *vrrpLab {
     }
     whoami
 }
-`, vrrpCluster, n.Name, vrrpVIP, lab.Iface, strings.Join(backends, " "), vrrpLBPort, vrrpHealthPort,
+`, vrrpCluster, n.Name, vrrpVIP, lab.Iface, source, vrrpLBPort, vrrpHealthPort,
 			vrrpAdvert, v.kaConf(i), v.haConf(i), v.kaPid(i), v.haSock(i), filepath.Join(vn.dir, "track"))
 		corefile := filepath.Join(vn.dir, "Corefile")
 		if err := os.WriteFile(corefile, []byte(conf), 0o644); err != nil {
@@ -442,6 +463,7 @@ func vrrpMS(d time.Duration) int64 { return d.Milliseconds() }
 
 // vrrpCrash is what one crash of the VIP holder measured.
 type vrrpCrash struct {
+	at           time.Time // the kill
 	from, to     int
 	failover     time.Duration // kill → another node holds the VIP
 	guard        time.Duration // kill → the dead holder's stale VIP is gone
@@ -459,6 +481,7 @@ func (v *vrrpLab) crashHolder(holder int) vrrpCrash {
 	const removedMsg = "keepalived is not running"
 	removedBefore := strings.Count(v.nodes[holder].coredns.Log(), removedMsg)
 	t0 := time.Now()
+	r.at = t0
 	v.crash(holder)
 	r.to, r.failover = v.waitHolder(fmt.Sprintf("VIP moves away from crashed %s", v.nodes[holder].n.Name), t0,
 		func(i int) bool { return i != holder })
@@ -509,21 +532,27 @@ func (v *vrrpLab) restartNode(i int, what string) int {
 	return v.waitSettled(what)
 }
 
-// TestVRRPFailover proves that the configuration lbconfig renders moves the
-// API VIP with real keepalived when the holder crashes and when its link
-// goes down, that the client behind the VIP is served again, that lbconfig
-// removes the VIP a SIGKILLed keepalived leaves behind, and that the cluster
-// ends with exactly one holder once everything is back.
+// TestVRRPFailover proves, with lbconfig fed by a real kube-apiserver, that
+// the configuration it renders moves the API VIP with real keepalived when
+// the holder crashes and when its link goes down, that the client behind
+// the VIP is served again, that lbconfig removes the VIP a SIGKILLed
+// keepalived leaves behind and reports the holder in a Lease, that the
+// cluster ends with exactly one holder once everything is back, and that an
+// apiserver leaving the cluster reaches every haproxy without a failed
+// request.
 func TestVRRPFailover(t *testing.T) {
-	v := startVRRPLab(t)
+	v := startVRRPLab(t, vrrpKube)
 
 	// (a) The holder's keepalived and haproxy crash; lbconfig stays up.
 	a, err := v.holders()
 	if err != nil || len(a) != 1 {
 		t.Fatalf("before the crash: holders %v, %v", a, err)
 	}
+	v.waitLease("the status Lease names the first holder", time.Now(), a[0])
 	ra := v.crashHolder(a[0])
 	v.logCrash("(a) crash", ra)
+	t.Logf("(a) the status Lease in the API names %s %d ms after the crash", v.nodes[ra.to].n.Name,
+		vrrpMS(v.waitLease("the status Lease names the new holder", ra.at, ra.to)))
 
 	// (b) The new holder's NIC goes down: the third node must take the VIP.
 	b := ra.to
@@ -567,6 +596,13 @@ func TestVRRPFailover(t *testing.T) {
 	}
 	st = v.waitClient("client served after recovery", t2)
 	t.Logf("(c) %d samples over 3 s, one holder each; client since recovery began: %d of %d requests failed", samples, st.failed, st.requests)
+
+	// (d) The cluster changes: an apiserver leaves. The holder keeps the
+	// VIP and its haproxy drops the backend without failing a request.
+	v.dropBackend((h + 1) % len(v.nodes))
+	if n := v.transitions() - before; n != 0 {
+		t.Errorf("%d VRRP state changes since recovery, want 0", n)
+	}
 }
 
 // vrrpSoakEnv lengthens TestVRRPRepeatedCrashAndStability's stability
@@ -595,7 +631,7 @@ func vrrpSoak(t *testing.T) time.Duration {
 func TestVRRPRepeatedCrashAndStability(t *testing.T) {
 	// Parsed first: a typo should not cost the five crash rounds.
 	window := vrrpSoak(t)
-	v := startVRRPLab(t)
+	v := startVRRPLab(t, vrrpStatic)
 	var failover, firstBack, outage, guard []time.Duration
 	var failed []int
 	for round := range 5 {

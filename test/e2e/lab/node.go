@@ -8,10 +8,15 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Node is one namespace on the lab bridge: a cluster node, or a client when
@@ -179,4 +184,72 @@ func (n *Node) HasAddr(a netip.Addr) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// DialContext opens a connection from inside the node's namespace, so that
+// the test process can reach a server that only the lab network can see
+// (a kube-apiserver on a lab address, for example). The connection keeps
+// working from any goroutine: a socket stays in the namespace it was made in.
+func (n *Node) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := n.inNS(func() error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// Listen opens a listener inside the node's namespace.
+func (n *Node) Listen(network, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := n.inNS(func() error {
+		var err error
+		l, err = net.Listen(network, addr)
+		return err
+	})
+	return l, err
+}
+
+// inNS runs f on an OS thread moved into the node's namespace, then moves
+// the thread back. The thread must survive: a child process started with
+// Pdeathsig (kubetest's, for one) is killed when the thread that forked it
+// exits, and Go discards a thread still locked when its goroutine ends,
+// which may be that very thread. Only if the way back fails is the thread
+// left locked, and so discarded, rather than handed to other goroutines in
+// the wrong namespace.
+func (n *Node) inNS(f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		home, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- err
+			return
+		}
+		defer home.Close()
+		ns, err := os.Open(filepath.Join(netnsDir, n.NS))
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- err
+			return
+		}
+		err = unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET)
+		ns.Close()
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("lab: enter %s: %w", n.NS, err)
+			return
+		}
+		ferr := f()
+		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- errors.Join(ferr, fmt.Errorf("lab: leave %s: %w", n.NS, err))
+			return
+		}
+		runtime.UnlockOSThread()
+		done <- ferr
+	}()
+	return <-done
 }

@@ -1,0 +1,207 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/kubetest"
+	"github.com/infradns/infradns/test/e2e/lab"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// vrrpKubeBound bounds a cluster change reaching every node's files; the
+// target is < 1 s, the bound is loose because the lab shares 2 cores.
+const vrrpKubeBound = 20 * time.Second
+
+// vrrpStartKube runs etcd and kube-apiserver in a namespace of their own on
+// the lab bridge (the nodes reach it as they would a real control plane;
+// the test reaches it through a socket opened inside that namespace) and
+// registers the lab's nodes: a Node per node (control plane, InternalIP)
+// and the default/kubernetes EndpointSlice listing every node's apiserver
+// as ready.
+func vrrpStartKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
+	t.Helper()
+	ns := l.AddClient("kubeapi")
+	c := kubetest.StartWith(t, kubetest.Options{
+		BindAddress: ns.IPv4.String(),
+		Wrap:        []string{"ip", "netns", "exec", ns.NS},
+		Dial:        ns.DialContext,
+		Listen:      ns.Listen,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var idx []int
+	for i, n := range l.Nodes() {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
+			Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IPv4.String()}}},
+		}
+		if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create Node %s: %v", n.Name, err)
+		}
+		idx = append(idx, i)
+	}
+	if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Create(ctx, vrrpAPISlice(l, idx), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the default/kubernetes EndpointSlice: %v", err)
+	}
+	return c
+}
+
+// vrrpAPISlice is default/kubernetes's EndpointSlice with the apiservers of
+// the nodes in idx ready.
+func vrrpAPISlice(l *lab.Lab, idx []int) *discoveryv1.EndpointSlice {
+	ready := true
+	port := int32(vrrpAPIPort)
+	name := "https"
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+	}
+	for _, i := range idx {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{l.Nodes()[i].IPv4.String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+		})
+	}
+	return s
+}
+
+// leaseHolder is who the API VIP's status Lease names.
+func (v *vrrpLab) leaseHolder(ctx context.Context) (string, error) {
+	name := vrrpCluster + "-api-vip-v4"
+	l, err := v.kube.Client.CoordinationV1().Leases(vrrpLeaseNS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if l.Spec.HolderIdentity == nil {
+		return "", fmt.Errorf("lease %s has no holder", name)
+	}
+	return *l.Spec.HolderIdentity, nil
+}
+
+// waitLease waits until the status Lease names node i, and returns how long
+// that took since from.
+func (v *vrrpLab) waitLease(what string, from time.Time, i int) time.Duration {
+	v.t.Helper()
+	want := v.nodes[i].n.Name
+	// A renewal is due every 10 s, and a SIGKILLed holder's lbconfig may
+	// renew once more while keepalived's stale VIP is still on its link.
+	lab.Eventually(v.t, 25*time.Second, 100*time.Millisecond, what, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		h, err := v.leaseHolder(ctx)
+		if err != nil {
+			return err
+		}
+		if h != want {
+			return fmt.Errorf("lease names %s, want %s", h, want)
+		}
+		return nil
+	})
+	return time.Since(from)
+}
+
+// dropBackend takes node drop's apiserver out of default/kubernetes and
+// measures the change reaching every node's haproxy.cfg and the client no
+// longer being served by it. No client request may fail: the holder's
+// haproxy is reloaded in master-worker mode.
+func (v *vrrpLab) dropBackend(drop int) {
+	v.t.Helper()
+	var keep []int
+	for i := range v.nodes {
+		if i != drop {
+			keep = append(keep, i)
+		}
+	}
+	gone := netip.AddrPortFrom(v.nodes[drop].n.IPv4, vrrpAPIPort).String()
+	for i := range v.nodes {
+		if b, err := os.ReadFile(v.haConf(i)); err != nil || !strings.Contains(string(b), gone) {
+			v.t.Fatalf("%s: haproxy.cfg does not list %s before the change (%v):\n%s", v.nodes[i].n.Name, gone, err, b)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	if _, err := v.kube.Client.DiscoveryV1().EndpointSlices("default").Update(ctx, vrrpAPISlice(v.lab, keep), metav1.UpdateOptions{}); err != nil {
+		v.t.Fatal(err)
+	}
+	onDisk := make([]time.Duration, len(v.nodes))
+	lab.Eventually(v.t, vrrpKubeBound, 10*time.Millisecond, fmt.Sprintf("every haproxy.cfg drops %s", gone), func() error {
+		var left []string
+		for i := range v.nodes {
+			if onDisk[i] != 0 {
+				continue
+			}
+			b, err := os.ReadFile(v.haConf(i))
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(b), gone) {
+				left = append(left, v.nodes[i].n.Name)
+				continue
+			}
+			onDisk[i] = time.Since(t0)
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("still listed on %v", left)
+		}
+		return nil
+	})
+	var slowest time.Duration
+	for _, d := range onDisk {
+		slowest = max(slowest, d)
+	}
+	// Served only by the others once vrrpSteadyOK answers in a row came
+	// from them.
+	old := "hello_from_" + v.nodes[drop].n.Name
+	var fromOld int
+	lab.Eventually(v.t, vrrpKubeBound, 20*time.Millisecond, "client no longer served by "+v.nodes[drop].n.Name, func() error {
+		var rs []vrrpProbe
+		for _, r := range v.probes() {
+			if !r.start.Before(t0) {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) < vrrpSteadyOK {
+			return fmt.Errorf("%d requests since the change", len(rs))
+		}
+		for _, r := range rs[len(rs)-vrrpSteadyOK:] {
+			if !r.ok || r.detail == old {
+				return fmt.Errorf("latest answers include %v %q", r.ok, r.detail)
+			}
+		}
+		fromOld = 0
+		for _, r := range rs {
+			if r.ok && r.detail == old {
+				fromOld++
+			}
+		}
+		return nil
+	})
+	served := time.Since(t0)
+	st := v.waitClient("client served after the backend change", t0)
+	v.t.Logf("(d) API change: %s's apiserver left default/kubernetes: haproxy.cfg rewritten on every node after %v (slowest %d ms); client served only by the others after %d ms (%d answers from it in between); %d of %d requests failed",
+		v.nodes[drop].n.Name, msList(onDisk), vrrpMS(slowest), vrrpMS(served), fromOld, st.failed, st.requests)
+	if st.failed != 0 {
+		v.t.Errorf("%d of %d client requests failed while haproxy was reloaded for the backend change (last error %q), want 0", st.failed, st.requests, st.lastErr)
+	}
+}
+
+func msList(ds []time.Duration) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = fmt.Sprint(d.Milliseconds())
+	}
+	return "[" + strings.Join(s, " ") + "] ms"
+}
