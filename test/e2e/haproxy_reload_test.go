@@ -47,35 +47,6 @@ const (
 // configuration while that connection is still used.
 var haBackendSets = [][]int{{1, 2}, {2}, {0}, {0, 1}, {1}, {0, 1, 2}}
 
-type haResult struct {
-	start, end time.Time
-	ok         bool
-	detail     string // the body, or the error
-	local      string // hold only: the connection's local address
-}
-
-// haParse reads fakeapi's probe and hold lines.
-func haParse(log string) []haResult {
-	var out []haResult
-	for _, line := range strings.Split(log, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 4 {
-			continue
-		}
-		s, err1 := strconv.ParseInt(f[0], 10, 64)
-		e, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		r := haResult{start: time.Unix(0, s), end: time.Unix(0, e), ok: f[2] == "ok", detail: f[3]}
-		if len(f) > 4 {
-			r.local = f[4]
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 // haMasterCLI sends one command to haproxy's master socket and returns the
 // answer, which the master sends once the client has half-closed.
 func haMasterCLI(sock, cmd string) (string, error) {
@@ -228,12 +199,12 @@ func TestHAProxyReloadKeepsConnections(t *testing.T) {
 		probes = append(probes, client.Start(fmt.Sprintf("probe%d", i), []string{fakeapi, "probe",
 			"-url", "https://" + lbAddr + "/", "-interval", "10ms", "-timeout", "2s"}))
 	}
-	results := func() []haResult {
-		var rs []haResult
+	results := func() []fakeapiResult {
+		var rs []fakeapiResult
 		for _, p := range probes {
-			rs = append(rs, haParse(p.Log())...)
+			rs = append(rs, parseFakeAPI(p.Log())...)
 		}
-		slices.SortFunc(rs, func(a, b haResult) int { return a.start.Compare(b.start) })
+		slices.SortFunc(rs, func(a, b fakeapiResult) int { return a.start.Compare(b.start) })
 		return rs
 	}
 	// The held connection must be in use before the first reload.
@@ -242,7 +213,7 @@ func TestHAProxyReloadKeepsConnections(t *testing.T) {
 		if held.Exited() {
 			return fmt.Errorf("hold exited: %v\n%s", held.Err(), lab.Tail(held.LogPath, 5))
 		}
-		hs := haParse(held.Log())
+		hs := parseFakeAPI(held.Log())
 		if len(hs) < 3 {
 			return fmt.Errorf("%d answers", len(hs))
 		}
@@ -290,7 +261,7 @@ func TestHAProxyReloadKeepsConnections(t *testing.T) {
 		})
 		// Live once haSteady new connections in a row reach only the new set.
 		lab.Eventually(t, haReloadBound, 50*time.Millisecond, fmt.Sprintf("reload %d: backends %v serve", i+1, set), func() error {
-			var after []haResult
+			var after []fakeapiResult
 			for _, x := range results() {
 				if x.start.After(returned) {
 					after = append(after, x)
@@ -318,7 +289,7 @@ func TestHAProxyReloadKeepsConnections(t *testing.T) {
 	// The held connection must still be used after the last reload is live.
 	tEnd := time.Now()
 	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, "held connection used after the last reload", func() error {
-		for _, h := range haParse(held.Log()) {
+		for _, h := range parseFakeAPI(held.Log()) {
 			if h.start.After(tEnd) {
 				return nil
 			}
@@ -369,7 +340,7 @@ func TestHAProxyReloadKeepsConnections(t *testing.T) {
 	// The held connection: one local address, one backend, no failure, and
 	// answered after a reload whose configuration no longer had its backend,
 	// which only the draining old worker can do.
-	hs := haParse(held.Log())
+	hs := parseFakeAPI(held.Log())
 	var holdFails int
 	locals := map[string]bool{}
 	var beforeFirst, afterLast, afterDropped int

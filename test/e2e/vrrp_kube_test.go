@@ -77,39 +77,44 @@ func vrrpAPISlice(l *lab.Lab, idx []int) *discoveryv1.EndpointSlice {
 	return s
 }
 
-// leaseHolder is who the API VIP's status Lease names.
-func (v *vrrpLab) leaseHolder(ctx context.Context) (string, error) {
+// leaseHolder is who the API VIP's status Lease names, and when that
+// holder last wrote it.
+func (v *vrrpLab) leaseHolder(ctx context.Context) (string, time.Time, error) {
 	name := vrrpCluster + "-api-vip-v4"
 	l, err := v.kube.Client.CoordinationV1().Leases(vrrpLeaseNS).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
-	if l.Spec.HolderIdentity == nil {
-		return "", fmt.Errorf("lease %s has no holder", name)
+	if l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
+		return "", time.Time{}, fmt.Errorf("lease %s has no holder or renew time: %+v", name, l.Spec)
 	}
-	return *l.Spec.HolderIdentity, nil
+	return *l.Spec.HolderIdentity, l.Spec.RenewTime.Time, nil
 }
 
-// waitLease waits until the status Lease names node i, and returns how long
-// that took since from.
+// waitLease waits until the status Lease names node i and returns when,
+// counted from from, that node wrote it (the lab's processes share the
+// test's clock). A holder writes the Lease within a second of taking the
+// VIP, so this is how long "kubectl get lease" lags behind a failover.
 func (v *vrrpLab) waitLease(what string, from time.Time, i int) time.Duration {
 	v.t.Helper()
 	want := v.nodes[i].n.Name
+	var renewed time.Time
 	// A renewal is due every 10 s, and a SIGKILLed holder's lbconfig may
 	// renew once more while keepalived's stale VIP is still on its link.
 	lab.Eventually(v.t, 25*time.Second, 100*time.Millisecond, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		h, err := v.leaseHolder(ctx)
+		h, at, err := v.leaseHolder(ctx)
 		if err != nil {
 			return err
 		}
 		if h != want {
 			return fmt.Errorf("lease names %s, want %s", h, want)
 		}
+		renewed = at
 		return nil
 	})
-	return time.Since(from)
+	return renewed.Sub(from)
 }
 
 // dropBackend takes node drop's apiserver out of default/kubernetes and
@@ -167,7 +172,7 @@ func (v *vrrpLab) dropBackend(drop int) {
 	old := "hello_from_" + v.nodes[drop].n.Name
 	var fromOld int
 	lab.Eventually(v.t, vrrpKubeBound, 20*time.Millisecond, "client no longer served by "+v.nodes[drop].n.Name, func() error {
-		var rs []vrrpProbe
+		var rs []fakeapiResult
 		for _, r := range v.probes() {
 			if !r.start.Before(t0) {
 				rs = append(rs, r)

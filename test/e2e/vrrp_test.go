@@ -374,32 +374,7 @@ func (v *vrrpLab) waitSettled(what string) int {
 	return holder
 }
 
-type vrrpProbe struct {
-	start, end time.Time
-	ok         bool
-	detail     string
-}
-
-func (v *vrrpLab) probes() []vrrpProbe {
-	var out []vrrpProbe
-	for _, line := range strings.Split(v.client.Log(), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			continue
-		}
-		s, err1 := strconv.ParseInt(f[0], 10, 64)
-		e, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		r := vrrpProbe{start: time.Unix(0, s), end: time.Unix(0, e), ok: f[2] == "ok"}
-		if len(f) > 3 {
-			r.detail = f[3]
-		}
-		out = append(out, r)
-	}
-	return out
-}
+func (v *vrrpLab) probes() []fakeapiResult { return parseFakeAPI(v.client.Log()) }
 
 // vrrpClientStats describes the client's requests started since from.
 type vrrpClientStats struct {
@@ -424,7 +399,7 @@ func (v *vrrpLab) waitClient(what string, from time.Time) vrrpClientStats {
 			return fmt.Errorf("client exited: %v\n%s", v.client.Err(), lab.Tail(v.client.LogPath, 10))
 		}
 		st = vrrpClientStats{}
-		var rs []vrrpProbe
+		var rs []fakeapiResult
 		for _, r := range v.probes() {
 			if !r.start.Before(from) {
 				rs = append(rs, r)
@@ -551,7 +526,7 @@ func TestVRRPFailover(t *testing.T) {
 	v.waitLease("the status Lease names the first holder", time.Now(), a[0])
 	ra := v.crashHolder(a[0])
 	v.logCrash("(a) crash", ra)
-	t.Logf("(a) the status Lease in the API names %s %d ms after the crash", v.nodes[ra.to].n.Name,
+	t.Logf("(a) the status Lease in the API was written by the new holder %s %d ms after the crash", v.nodes[ra.to].n.Name,
 		vrrpMS(v.waitLease("the status Lease names the new holder", ra.at, ra.to)))
 
 	// (b) The new holder's NIC goes down: the third node must take the VIP.
