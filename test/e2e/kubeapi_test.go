@@ -10,7 +10,6 @@ import (
 
 	"github.com/infradns/infradns/internal/kubetest"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -89,22 +88,11 @@ func TestKubeAPIServerInformers(t *testing.T) {
 		}
 	}
 
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.10"}}}}
-	if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, controlPlaneNode("master-0", "198.51.100.10"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	expect("add node master-0")
-	ready := true
-	port := int32(6443)
-	portName := "https"
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes-test", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"198.51.100.10"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
-	}
-	if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Create(ctx, apiServerSlice("kubernetes-test", 6443, "198.51.100.10"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	expect("add slice kubernetes-test")

@@ -19,7 +19,6 @@ import (
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/test/e2e/lab"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -37,22 +36,10 @@ func TestLBConfigAgainstKubeAPIServer(t *testing.T) {
 	ctx := context.Background()
 
 	ready := true
-	port := int32(6443)
-	portName := "https"
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "master-0", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
-		Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.10"}}},
-	}
-	if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, controlPlaneNode("master-0", "198.51.100.10"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"198.51.100.10"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
-	}
-	if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.DiscoveryV1().EndpointSlices("default").Create(ctx, apiServerSlice("kubernetes", 6443, "198.51.100.10"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

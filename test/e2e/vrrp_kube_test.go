@@ -14,7 +14,6 @@ import (
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/test/e2e/lab"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -42,11 +41,7 @@ func vrrpStartKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
 	defer cancel()
 	var idx []int
 	for i, n := range l.Nodes() {
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
-			Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IPv4.String()}}},
-		}
-		if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().Nodes().Create(ctx, controlPlaneNode(n.Name, n.IPv4.String()), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create Node %s: %v", n.Name, err)
 		}
 		idx = append(idx, i)
@@ -60,21 +55,11 @@ func vrrpStartKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
 // vrrpAPISlice is default/kubernetes's EndpointSlice with the apiservers of
 // the nodes in idx ready.
 func vrrpAPISlice(l *lab.Lab, idx []int) *discoveryv1.EndpointSlice {
-	ready := true
-	port := int32(vrrpAPIPort)
-	name := "https"
-	s := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
-	}
+	var addrs []string
 	for _, i := range idx {
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{l.Nodes()[i].IPv4.String()},
-			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
-		})
+		addrs = append(addrs, l.Nodes()[i].IPv4.String())
 	}
-	return s
+	return apiServerSlice("kubernetes", vrrpAPIPort, addrs...)
 }
 
 // leaseHolder is who the API VIP's status Lease names, and when that
