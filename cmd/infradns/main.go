@@ -2,6 +2,7 @@
 //
 //	infradns vr-ids CLUSTER            the VRRP router IDs of a cluster
 //	infradns render -f FILE [flags]    keepalived/haproxy configuration without an API
+//	infradns render-node -f FILE -o DIR  a node's static pods, Corefile and resolver wiring
 //	infradns vrrp-scan [flags]         who else speaks VRRP on a link, and clashes with us
 package main
 
@@ -20,7 +21,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infradns/infradns/internal/atomicfile"
 	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/nodecfg"
 	"github.com/infradns/infradns/internal/vrrp"
 )
 
@@ -30,6 +33,7 @@ var version = "dev"
 const usage = `usage:
   infradns vr-ids CLUSTER
   infradns render -f CLUSTER.yaml [-keepalived FILE] [-haproxy FILE] [-validate]
+  infradns render-node -f CLUSTER.yaml -o ROOT [-role control-plane|worker|bootstrap] [-node NAME]
   infradns vrrp-scan -interface IF -cluster NAME [-api-vip ADDR]... [-ingress-vip ADDR]... [-duration 3s]
   infradns version
 `
@@ -56,6 +60,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return vrIDs(args[1:], out)
 	case "render":
 		return render(ctx, args[1:], out)
+	case "render-node":
+		return renderNode(args[1:], out)
 	case "vrrp-scan":
 		return scan(ctx, args[1:], out)
 	case "version":
@@ -129,6 +135,54 @@ func render(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// renderNode writes what one node installs under a root directory: "/" on
+// the node itself, or a staging directory to copy from. Nothing is written
+// unless every file renders and validates.
+func renderNode(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("render-node", flag.ContinueOnError)
+	file := fs.String("f", "", "cluster file (YAML)")
+	root := fs.String("o", "", "root directory to write under (/ on the node)")
+	role := fs.String("role", "", "this node's role, overriding the file's")
+	node := fs.String("node", "", "this node's Node name, overriding the file's")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *file == "" || *root == "" || fs.NArg() != 0 {
+		return fmt.Errorf("render-node needs -f FILE and -o ROOT")
+	}
+	b, err := os.ReadFile(*file)
+	if err != nil {
+		return err
+	}
+	f, err := nodecfg.Parse(b)
+	if err != nil {
+		return err
+	}
+	if *role != "" {
+		f.Role = *role
+	}
+	if *node != "" {
+		f.Node = *node
+	}
+	v, err := f.Values()
+	if err != nil {
+		return fmt.Errorf("%s: %w", *file, err)
+	}
+	outs, err := nodecfg.Render(v)
+	if err != nil {
+		return err
+	}
+	changed, err := nodecfg.WriteTree(*root, outs, atomicfile.WriteIfChanged)
+	for _, o := range outs {
+		state := "unchanged"
+		if slices.Contains(changed, o.Path) {
+			state = "written"
+		}
+		fmt.Fprintf(out, "%-9s %s\n", state, o.Path)
+	}
+	return err
 }
 
 type noValidation struct{}

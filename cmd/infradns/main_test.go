@@ -61,3 +61,42 @@ func TestScanFlags(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+func TestRenderNode(t *testing.T) {
+	root := t.TempDir()
+	args := []string{"render-node", "-f", "../../deploy/cluster.example.yaml", "-role", "worker", "-node", "worker-0", "-o", root}
+	// The example lists apiServers, which a worker must not have.
+	var out bytes.Buffer
+	err := run(context.Background(), args, &out)
+	if err == nil || !strings.Contains(err.Error(), "apiServers: a worker runs no haproxy") {
+		t.Fatalf("error %v, want the worker's apiServers refused", err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("a refused render wrote %d entries", len(entries))
+	}
+
+	args[4] = "control-plane"
+	out.Reset()
+	if err := run(context.Background(), args, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"written   /etc/kubernetes/manifests/infradns-haproxy.yaml", "written   /etc/infradns/Corefile"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	core, err := os.ReadFile(filepath.Join(root, "etc/infradns/Corefile"))
+	if err != nil || !strings.Contains(string(core), "node worker-0") {
+		t.Fatalf("Corefile (%v):\n%s", err, core)
+	}
+	out.Reset()
+	if err := run(context.Background(), args, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "written") {
+		t.Errorf("a second render rewrote files:\n%s", out.String())
+	}
+	if err := run(context.Background(), []string{"render-node", "-f", "../../deploy/cluster.example.yaml"}, &out); err == nil {
+		t.Error("render-node without -o accepted")
+	}
+}

@@ -23,6 +23,9 @@ type fileConfig struct {
 	KeyFile   string `yaml:"key_file"`
 	TTL       uint32 `yaml:"ttl"`
 	LinkLocal bool   `yaml:"link_local"`
+	// ExcludeAddresses are never announced: the VIPs keepalived adds to the
+	// same interface.
+	ExcludeAddresses []string `yaml:"exclude_addresses"`
 }
 
 type serviceConfig struct {
@@ -58,13 +61,14 @@ type options struct {
 	ttl       uint32
 	collision string
 	linkLocal bool
+	exclude   []string
 	services  []serviceConfig
 }
 
 // merge lets flags that were set win over the file.
 func merge(file fileConfig, flags options, set map[string]bool) options {
 	o := options{hostname: file.Hostname, iface: file.Interface, bind: file.BindAddress, cluster: file.Cluster,
-		keyFile: file.KeyFile, ttl: file.TTL, collision: file.CollisionAvoidance, linkLocal: file.LinkLocal, services: file.Services}
+		keyFile: file.KeyFile, ttl: file.TTL, collision: file.CollisionAvoidance, linkLocal: file.LinkLocal, exclude: file.ExcludeAddresses, services: file.Services}
 	pick := func(name string, dst *string, v string) {
 		if set[name] || *dst == "" {
 			*dst = v
@@ -82,6 +86,9 @@ func merge(file fileConfig, flags options, set map[string]bool) options {
 	if set["link-local"] {
 		o.linkLocal = flags.linkLocal
 	}
+	if set["exclude-address"] {
+		o.exclude = flags.exclude
+	}
 	return o
 }
 
@@ -89,6 +96,13 @@ func merge(file fileConfig, flags options, set map[string]bool) options {
 func (o options) responderConfig() (mdns.ResponderConfig, error) {
 	short, _, _ := strings.Cut(o.hostname, ".")
 	cfg := mdns.ResponderConfig{Interface: o.iface, Host: short, Cluster: o.cluster, HostTTL: o.ttl, LinkLocal: o.linkLocal, Collision: o.collision}
+	for _, s := range o.exclude {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return cfg, fmt.Errorf("exclude address %q: %w", s, err)
+		}
+		cfg.Exclude = append(cfg.Exclude, a.Unmap())
+	}
 	if o.bind != "" {
 		a, err := netip.ParseAddr(o.bind)
 		if err != nil {

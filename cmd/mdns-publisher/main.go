@@ -44,6 +44,10 @@ func run(args []string) error {
 	ttl := fs.Uint("ttl", mdns.HostTTL, "TTL of the address records, seconds")
 	fs.StringVar(&f.collision, "collision-avoidance", mdns.CollisionInaction, "on a name conflict: inaction or hostname")
 	fs.BoolVar(&f.linkLocal, "link-local", false, "announce IPv6 link-local addresses too")
+	fs.Func("exclude-address", "never announce this address (a VIP on the same interface); repeat for more", func(s string) error {
+		f.exclude = append(f.exclude, s)
+		return nil
+	})
 	configPath := fs.String("config", "", "YAML config file (OpenShift mdns-publisher keys)")
 	metricsAddr := fs.String("metrics-address", "", "serve Prometheus metrics on this address (e.g. :9154); empty: off")
 	debug := fs.Bool("debug", false, "log at debug level")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +128,35 @@ func TestMetricNaming(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("Metric %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestExcludeAddresses(t *testing.T) {
+	file, err := loadConfig(write(t, "c.yaml", "interface: eth0\nexclude_addresses: [198.51.100.120]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		flags options
+		set   map[string]bool
+		want  string
+	}{
+		{"file", options{hostname: "n1", ttl: 120}, nil, "[198.51.100.120]"},
+		{"flags win", options{hostname: "n1", ttl: 120, exclude: []string{"198.51.100.121", "2001:db8::121"}},
+			map[string]bool{"exclude-address": true}, "[198.51.100.121 2001:db8::121]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := merge(file, tc.flags, tc.set).responderConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(cfg.Exclude); got != tc.want {
+				t.Errorf("Exclude %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if _, err := merge(file, options{hostname: "n1", ttl: 120, exclude: []string{"vip"}}, map[string]bool{"exclude-address": true}).responderConfig(); err == nil {
+		t.Error("a bad exclude address is accepted")
 	}
 }

@@ -1,7 +1,7 @@
 // Package kube watches the Kubernetes objects the load-balancer
 // configuration follows (Nodes, the EndpointSlices of default/kubernetes and
-// of the ingress service) with client-go reflectors, and turns each burst of
-// changes into one lb.Snapshot.
+// of the ingress service; or the Nodes alone, for mdnsnodes) with client-go
+// reflectors, and turns each burst of changes into one lb.Snapshot.
 package kube
 
 import (
@@ -45,6 +45,10 @@ type Options struct {
 	Debounce time.Duration
 	// RetryBase and RetryMax bound the backoff after the handler fails.
 	RetryBase, RetryMax time.Duration
+	// NodesOnly watches Nodes alone: the snapshots carry no APIServers or
+	// IngressNodes and the ingress service is ignored. mdnsnodes needs no
+	// EndpointSlice, and its identity may only be allowed to read Nodes.
+	NodesOnly bool
 }
 
 // NewOptions returns Options with the defaults set.
@@ -86,31 +90,36 @@ const (
 // Run watches until ctx is cancelled and calls h once after the caches have
 // synced and then once per burst of changes. It returns nil on cancellation.
 func (w *Watcher) Run(ctx context.Context, h Handler) error {
-	if w.opts.IngressNamespace == "" || w.opts.IngressService == "" {
+	if !w.opts.NodesOnly && (w.opts.IngressNamespace == "" || w.opts.IngressService == "") {
 		return errors.New("kube watcher: ingress service not set")
+	}
+	name := "infradns-lbconfig"
+	if w.opts.NodesOnly {
+		name = "infradns-nodes"
 	}
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](w.opts.RetryBase, w.opts.RetryMax),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "infradns-lbconfig"})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
 	defer queue.ShutDown()
 	// One key: every event leads to a full re-render, so a burst is one item.
 	// AddAfter keeps the earliest due time, so the render comes at most
 	// Debounce after the first event of a burst.
 	enqueue := func() { queue.AddAfter(queueKey, w.opts.Debounce) }
 	nodes := newNotifyStore(trimNode, enqueue)
-	api := newNotifyStore(nil, enqueue)
-	ing := newNotifyStore(nil, enqueue)
-	refls := []*cache.Reflector{
-		w.reflector("nodes", w.client.Nodes(), &corev1.Node{}, nodes),
-		w.reflector("apiserver endpointslices", w.client.EndpointSlices(metav1.NamespaceDefault, serviceNameLabel+"=kubernetes"),
-			&discoveryv1.EndpointSlice{}, api),
-		w.reflector("ingress endpointslices", w.client.EndpointSlices(w.opts.IngressNamespace, serviceNameLabel+"="+w.opts.IngressService),
-			&discoveryv1.EndpointSlice{}, ing),
-	}
-	l := listers{
-		nodes:   corelisters.NewNodeLister(nodes),
-		api:     discoverylisters.NewEndpointSliceLister(api),
-		ingress: discoverylisters.NewEndpointSliceLister(ing),
+	refls := []*cache.Reflector{w.reflector("nodes", w.client.Nodes(), &corev1.Node{}, nodes)}
+	synced := []cache.InformerSynced{nodes.HasSynced}
+	l := listers{nodes: corelisters.NewNodeLister(nodes)}
+	if !w.opts.NodesOnly {
+		api := newNotifyStore(nil, enqueue)
+		ing := newNotifyStore(nil, enqueue)
+		refls = append(refls,
+			w.reflector("apiserver endpointslices", w.client.EndpointSlices(metav1.NamespaceDefault, serviceNameLabel+"=kubernetes"),
+				&discoveryv1.EndpointSlice{}, api),
+			w.reflector("ingress endpointslices", w.client.EndpointSlices(w.opts.IngressNamespace, serviceNameLabel+"="+w.opts.IngressService),
+				&discoveryv1.EndpointSlice{}, ing))
+		synced = append(synced, api.HasSynced, ing.HasSynced)
+		l.api = discoverylisters.NewEndpointSliceLister(api)
+		l.ingress = discoverylisters.NewEndpointSliceLister(ing)
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -121,7 +130,7 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	// The reflectors stop before Run returns: no goroutine outlives a reload.
 	defer wg.Wait()
 	defer stop()
-	if !cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, api.HasSynced, ing.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil // cancelled before the first listing
 	}
 	w.synced.Store(true)
@@ -151,6 +160,7 @@ func (w *Watcher) reflector(name string, lw cache.ListerWatcher, obj runtime.Obj
 	return cache.NewReflectorWithOptions(lw, obj, store, cache.ReflectorOptions{Name: name, Backoff: &b})
 }
 
+// listers read the stores; api and ingress are nil with NodesOnly.
 type listers struct {
 	nodes   corelisters.NodeLister
 	api     discoverylisters.EndpointSliceLister
@@ -164,6 +174,9 @@ func (l listers) snapshot() lb.Snapshot {
 		s.Nodes = append(s.Nodes, ToNode(n))
 	}
 	slices.SortFunc(s.Nodes, func(a, b lb.Node) int { return strings.Compare(a.Name, b.Name) })
+	if l.api == nil {
+		return s
+	}
 	apis, _ := l.api.List(labels.Everything())
 	s.APIServers = ReadyEndpoints(apis)
 	ings, _ := l.ingress.List(labels.Everything())

@@ -243,3 +243,44 @@ func assertSnapshot(t *testing.T, got, want lb.Snapshot) {
 		t.Errorf("IngressNodes = %v, want %v", got.IngressNodes, want.IngressNodes)
 	}
 }
+
+// TestWatcherNodesOnly checks NodesOnly needs no ingress service, watches no
+// EndpointSlice (an identity allowed to read Nodes only is enough) and still
+// follows creations, address changes and deletions.
+func TestWatcherNodesOnly(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(
+		node("master-0", "198.51.100.11", true),
+		slice("default", "kubernetes", "kubernetes", 6443, ep{"198.51.100.11", "", yes}),
+	)
+	o := kube.NewOptions()
+	o.NodesOnly = true
+	o.IngressNamespace, o.IngressService = "", ""
+	ch, _, w := watch(t, c, o)
+
+	s := await(t, ch, "the initial state", func(s lb.Snapshot) bool { return len(s.Nodes) == 1 })
+	if !w.HasSynced() {
+		t.Error("HasSynced is false after the first snapshot")
+	}
+	assertSnapshot(t, s, lb.Snapshot{Nodes: []lb.Node{
+		{Name: "master-0", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.11")}},
+	}})
+
+	n := node("master-0", "198.51.100.12", true)
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ch, "the new address", func(s lb.Snapshot) bool {
+		return len(s.Nodes) == 1 && slices.Equal(s.Nodes[0].Addresses, []netip.Addr{netip.MustParseAddr("198.51.100.12")})
+	})
+	if err := c.CoreV1().Nodes().Delete(ctx, "master-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ch, "master-0 gone", func(s lb.Snapshot) bool { return len(s.Nodes) == 0 })
+
+	for _, a := range c.Actions() {
+		if a.GetResource().Resource != "nodes" {
+			t.Errorf("NodesOnly watcher touched %s (%s)", a.GetResource().Resource, a.GetVerb())
+		}
+	}
+}

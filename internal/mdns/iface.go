@@ -45,6 +45,18 @@ func InterfaceAddrs(ifi *net.Interface, linkLocal bool) ([]netip.Addr, error) {
 	return UsableAddrs(as, linkLocal), nil
 }
 
+// Without returns as without the addresses in drop (compared unmapped), as
+// a new slice.
+func Without(as, drop []netip.Addr) []netip.Addr {
+	out := make([]netip.Addr, 0, len(as))
+	for _, a := range as {
+		if !slices.ContainsFunc(drop, func(d netip.Addr) bool { return d.Unmap() == a.Unmap() }) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // UsableAddrs keeps the unicast addresses worth announcing, sorted: no
 // loopback, multicast or unspecified, and link-local only when asked (they
 // are useless to a resolver that is not on this very link).

@@ -155,3 +155,24 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+func TestWithout(t *testing.T) {
+	vip4, vip6 := netip.MustParseAddr("198.51.100.120"), netip.MustParseAddr("2001:db8:1::120")
+	as := []netip.Addr{addr1, vip4, addr6, vip6}
+	for _, tc := range []struct {
+		name string
+		drop []netip.Addr
+		want []netip.Addr
+	}{
+		{"nothing", nil, as},
+		{"the vips", []netip.Addr{vip4, vip6}, []netip.Addr{addr1, addr6}},
+		{"mapped form", []netip.Addr{netip.AddrFrom16(vip4.As16())}, []netip.Addr{addr1, addr6, vip6}},
+		{"not held", []netip.Addr{netip.MustParseAddr("192.0.2.1")}, as},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Without(as, tc.drop); !slices.Equal(got, tc.want) {
+				t.Errorf("Without = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

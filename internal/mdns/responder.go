@@ -36,6 +36,10 @@ type ResponderConfig struct {
 	Key       []byte // sign announcements when set
 	HostTTL   uint32 // 0: HostTTL
 	LinkLocal bool   // announce IPv6 link-local addresses too
+	// Exclude are addresses of the interface never announced: the cluster's
+	// VIPs, which keepalived adds to the same interface on whichever node
+	// holds them and which are no node's own.
+	Exclude   []netip.Addr
 	Collision string // CollisionInaction (default) or CollisionHostname
 	// Poll is how often the interface's addresses are read; address changes
 	// are announced within one period. 0: 250 ms.
@@ -59,6 +63,15 @@ type Responder struct {
 	// defended is when we last re-announced, or will, because of a goodbye
 	// for our records; see defend.
 	defended time.Time
+}
+
+// addrs are the interface's addresses to announce.
+func (r *Responder) addrs(ifi *net.Interface) ([]netip.Addr, error) {
+	as, err := InterfaceAddrs(ifi, r.cfg.LinkLocal)
+	if err != nil {
+		return nil, err
+	}
+	return Without(as, r.cfg.Exclude), nil
 }
 
 // NewResponder checks cfg and returns a Responder.
@@ -189,7 +202,7 @@ func (r *Responder) Run(ctx context.Context) error {
 		case p := <-in:
 			r.handle(conn, ann, p)
 		case <-poll.C:
-			as, err := InterfaceAddrs(ifi, r.cfg.LinkLocal)
+			as, err := r.addrs(ifi)
 			if err != nil || slices.Equal(as, r.zone.Addrs) || len(as) == 0 {
 				continue
 			}
@@ -241,7 +254,7 @@ func (r *Responder) waitInterface(ctx context.Context) (*net.Interface, []netip.
 		ifi, err := FindInterface(r.cfg.Interface, r.cfg.Bind)
 		var addrs []netip.Addr
 		if err == nil {
-			addrs, err = InterfaceAddrs(ifi, r.cfg.LinkLocal)
+			addrs, err = r.addrs(ifi)
 			if err == nil && len(addrs) == 0 {
 				err = fmt.Errorf("interface %s has no usable address", ifi.Name)
 			}

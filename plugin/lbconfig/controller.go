@@ -36,6 +36,13 @@ func (l *LBConfig) Start() error {
 	if err != nil {
 		return err
 	}
+	// keepalived drops a track_file whose directory is missing when it loads
+	// its configuration ("Track file directory ... does not exist -
+	// removing"), and the VIP then ignores health: the directory must exist
+	// before the first keepalived.conf does. /run is empty after a boot.
+	if err := os.MkdirAll(l.cfg.TrackDir, 0o755); err != nil {
+		return fmt.Errorf("track-dir: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	l.done = make(chan struct{})
@@ -205,7 +212,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller) {
 			})
 		}()
 	}
-	client := l.waitClient(ctx)
+	client := kube.WaitClient(ctx, l.client, log.Warningf)
 	if client == nil {
 		return // cancelled
 	}
@@ -301,28 +308,6 @@ func (l *LBConfig) startVIPChecker(ctx context.Context, cfg lb.Config, pidfile s
 // kubeconfig option, an in-cluster environment or $KUBECONFIG.
 func (l *LBConfig) haveAPI() bool {
 	return l.newClient != nil || l.kubeconfig != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" || os.Getenv("KUBECONFIG") != ""
-}
-
-// waitClient builds the client, retrying with backoff: on a bootstrap node
-// the kubeconfig may appear only after CoreDNS has started.
-func (l *LBConfig) waitClient(ctx context.Context) kube.Client {
-	delay := time.Second
-	for {
-		c, err := l.client()
-		if err == nil && c != nil {
-			return c
-		}
-		if err == nil {
-			err = errors.New("no configuration found")
-		}
-		log.Warningf("kubernetes client: %v (retry in %s)", err, delay)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 30*time.Second)
-	}
 }
 
 func (l *LBConfig) client() (kube.Client, error) {

@@ -222,3 +222,20 @@ func TestLifecycleBootstrapThenAPI(t *testing.T) {
 		return strings.Contains(s, "server master-1 198.51.100.12:6443") && !strings.Contains(s, "198.51.100.10")
 	})
 }
+
+// TestStartCreatesTrackDir: keepalived drops a track_file whose directory
+// is missing, so the directory exists before Start returns (before the
+// first keepalived.conf), as on a node booting with an empty /run.
+func TestStartCreatesTrackDir(t *testing.T) {
+	track := filepath.Join(t.TempDir(), "run", "infradns", "track")
+	l, _ := newPlugin(t, "backends 198.51.100.10\nhealth-check api none\nhealth-check ingress none\ntrack-dir "+track)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	if st, err := os.Stat(track); err != nil || !st.IsDir() {
+		t.Fatalf("track-dir %s after Start: %v", track, err)
+	}
+}

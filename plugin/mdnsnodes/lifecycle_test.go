@@ -2,6 +2,7 @@ package mdnsnodes
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -78,6 +79,37 @@ func waitServing(t *testing.T, inst *caddy.Instance) {
 // times the way the reload plugin does (new instance up before the old one
 // stops, both on port 5353) and stops it: no goroutine or socket may remain.
 func TestReload(t *testing.T) {
+	testReload(t, corefile("ocp4.example.com {\n mdnsnodes {\n interface lo\n }\n}\n"))
+}
+
+// TestReloadWithKubeconfig is TestReload with the API watch on as well: its
+// reflectors and client retries must stop with each instance too. The API is
+// a port nothing listens on, so the watch keeps retrying throughout.
+func TestReloadWithKubeconfig(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: down
+  cluster:
+    server: https://127.0.0.1:1
+users:
+- name: nobody
+  user:
+    token: x
+contexts:
+- name: down
+  context:
+    cluster: down
+    user: nobody
+current-context: down
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testReload(t, corefile("ocp4.example.com {\n mdnsnodes {\n interface lo\n kubeconfig "+kubeconfig+"\n }\n}\n"))
+}
+
+func testReload(t *testing.T, input corefile) {
 	if !slices.Contains(dnsserver.Directives, pluginName) {
 		// The custom build in coredns/ orders the directive; here it only needs to exist.
 		dnsserver.Directives = append(dnsserver.Directives, pluginName)
@@ -86,7 +118,6 @@ func TestReload(t *testing.T) {
 	dnsserver.Port = "0"
 	defer func() { dnsserver.Port = port }()
 
-	input := corefile("ocp4.example.com {\n mdnsnodes {\n interface lo\n }\n}\n")
 	settle := func() (int, int) {
 		time.Sleep(200 * time.Millisecond)
 		fds, _ := openFDs(t)

@@ -1,5 +1,6 @@
 // Package mdnsnodes implements the mdnsnodes plugin: <node>.<cluster domain>
-// answers with the addresses that node announces over multicast DNS.
+// answers with the addresses that node announces over multicast DNS and, with
+// a kubeconfig, the InternalIPs of the Nodes the Kubernetes API lists.
 package mdnsnodes
 
 import (
@@ -15,7 +16,9 @@ import (
 
 	"github.com/infradns/infradns/internal/authority"
 	"github.com/infradns/infradns/internal/directive"
+	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/mdns"
+	"github.com/infradns/infradns/internal/records"
 
 	"github.com/miekg/dns"
 )
@@ -33,11 +36,24 @@ type MDNSNodes struct {
 	service  string
 	keyFile  string
 	reserved []string
+	// kubeconfig, when set, adds the Nodes of the API to what mDNS hears.
+	kubeconfig string
+	// newClient replaces the kubeconfig lookup in tests (a fake clientset).
+	newClient func() (kube.Client, error)
 
-	// index is what ServeDNS reads: an immutable snapshot swapped by the
-	// browser, so a query never waits for the network or a lock.
+	// index is what ServeDNS reads: an immutable snapshot of both sources,
+	// merged and swapped by publish, so a query never waits for the network
+	// or a lock.
 	index   atomic.Pointer[mdns.Index]
 	browser atomic.Pointer[mdns.Browser]
+	// heard is the browser's latest index, api the labels of the API's latest
+	// Node list (nil before the first one); publish merges them into index.
+	heard     atomic.Pointer[mdns.Index]
+	api       atomic.Pointer[map[string]records.Set]
+	apiSynced atomic.Bool
+	// publishMu orders the merges: without it a merge of older inputs could
+	// be stored after a newer one.
+	publishMu sync.Mutex
 
 	forceReady bool // tests without a listener
 
@@ -62,62 +78,91 @@ func (m *MDNSNodes) filter() mdns.Filter {
 	return mdns.Filter{Cluster: m.cluster, Service: m.service + "." + mdns.DefaultDomain, Reserved: m.reserved}
 }
 
-// Start starts listening; called from OnStartup. During a reload the new
-// instance starts before the old one stops: the sockets share the port.
+// Start starts listening and, with a kubeconfig, watching the Nodes of the
+// API; called from OnStartup. During a reload the new instance starts before
+// the old one stops: the sockets share the port.
 func (m *MDNSNodes) Start() error {
-	var key []byte
-	if m.keyFile != "" {
-		k, err := mdns.LoadKey(m.keyFile)
+	server := m.zonesLabel()
+	var b *mdns.Browser
+	if m.listens() {
+		var key []byte
+		if m.keyFile != "" {
+			k, err := mdns.LoadKey(m.keyFile)
+			if err != nil {
+				return err
+			}
+			key = k
+		}
+		// Every reason at 0 from the start, so an alert on a rate sees the first rejection.
+		for _, reason := range mdns.Reasons {
+			rejected.WithLabelValues(server, reason)
+		}
+		sourceNodes.WithLabelValues(server, sourceMDNS).Set(0)
+		var err error
+		b, err = mdns.NewBrowser(mdns.BrowserConfig{
+			Interface: m.iface,
+			Bind:      m.bind,
+			Filter:    m.filter(),
+			Key:       key,
+			Logger:    slog.New(clogHandler{}),
+			OnIndex: func(ix *mdns.Index) {
+				m.heard.Store(ix)
+				m.publish()
+			},
+			OnResult: func(r mdns.Result) {
+				if r.Accepted > 0 {
+					accepted.WithLabelValues(server).Add(float64(r.Accepted))
+				}
+				for reason, n := range r.Rejected {
+					rejected.WithLabelValues(server, reason).Add(float64(n))
+				}
+			},
+			OnQuery: func() { queries.WithLabelValues(server).Inc() },
+		})
 		if err != nil {
 			return err
 		}
-		key = k
+		m.browser.Store(b)
 	}
-	server := strings.Join(m.Zones, ",")
-	// Every reason at 0 from the start, so an alert on a rate sees the first rejection.
-	for _, reason := range mdns.Reasons {
-		rejected.WithLabelValues(server, reason)
-	}
-	b, err := mdns.NewBrowser(mdns.BrowserConfig{
-		Interface: m.iface,
-		Bind:      m.bind,
-		Filter:    m.filter(),
-		Key:       key,
-		Logger:    slog.New(clogHandler{}),
-		OnIndex: func(ix *mdns.Index) {
-			m.index.Store(ix)
-			nodes.WithLabelValues(server).Set(float64(ix.Len()))
-		},
-		OnResult: func(r mdns.Result) {
-			if r.Accepted > 0 {
-				accepted.WithLabelValues(server).Add(float64(r.Accepted))
-			}
-			for reason, n := range r.Rejected {
-				rejected.WithLabelValues(server, reason).Add(float64(n))
-			}
-		},
-		OnQuery: func() { queries.WithLabelValues(server).Inc() },
-	})
-	if err != nil {
-		return err
+	if m.watches() {
+		sourceNodes.WithLabelValues(server, sourceAPI).Set(0)
+		m.takeOver()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	m.browser.Store(b)
 	m.mu.Lock()
 	m.cancel, m.done = cancel, done
 	m.mu.Unlock()
 	go func() {
 		defer close(done)
-		if err := b.Run(ctx); err != nil {
-			log.Errorf("listener stopped: %v", err)
+		var wg sync.WaitGroup
+		if b != nil {
+			wg.Go(func() {
+				if err := b.Run(ctx); err != nil {
+					log.Errorf("listener stopped: %v", err)
+				}
+			})
 		}
+		if m.watches() {
+			wg.Go(func() { m.watchAPI(ctx) })
+		}
+		wg.Wait()
 	}()
 	return nil
 }
 
-// Stop stops listening and waits until the sockets are closed; it is safe to
-// call more than once, and before Start.
+// listens reports whether mDNS is a source; without interface or bind
+// (kubeconfig alone) the API is the only one.
+func (m *MDNSNodes) listens() bool { return m.iface != "" || m.bind.IsValid() }
+
+// watches reports whether the API is a source.
+func (m *MDNSNodes) watches() bool { return m.kubeconfig != "" }
+
+// zonesLabel is the value of the metrics' zones label.
+func (m *MDNSNodes) zonesLabel() string { return strings.Join(m.Zones, ",") }
+
+// Stop stops listening and watching and waits until the sockets are closed
+// and the watch has ended; it is safe to call more than once, and before Start.
 func (m *MDNSNodes) Stop() {
 	m.mu.Lock()
 	cancel, done := m.cancel, m.done
@@ -147,8 +192,8 @@ func (m *MDNSNodes) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 			return rc, nil
 		}
 		if !m.Ready() {
-			// Not heard the link yet: an NXDOMAIN now would be cached
-			// for a name that is about to exist.
+			// Neither the link heard nor the Nodes listed yet: an
+			// NXDOMAIN now would be cached for a name that is about to exist.
 			requestCount.Inc(ctx, "notready")
 			return dns.RcodeServerFailure, nil
 		}

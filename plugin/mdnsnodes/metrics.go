@@ -24,6 +24,14 @@ var (
 		Name:      "nodes",
 		Help:      "Gauge of the nodes mdnsnodes currently knows, by zones.",
 	}, []string{"zones"})
+	// sourceNodes splits what is merged into nodes: a node heard on the link
+	// and listed by the API counts in both.
+	sourceNodes = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "source_nodes",
+		Help:      "Gauge of the nodes each source knows before the merge, by zones and source (mdns, api).",
+	}, []string{"zones", "source"})
 	accepted = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

@@ -112,6 +112,12 @@ func parse(c *caddy.Controller) (*MDNSNodes, error) {
 					return nil, err
 				}
 				m.ttl = t
+			case "kubeconfig":
+				args := c.RemainingArgs()
+				if len(args) != 1 {
+					return nil, c.ArgErr()
+				}
+				m.kubeconfig = args[0]
 			case "fallthrough":
 				m.Fall.SetZonesFromArgs(c.RemainingArgs())
 			default:
@@ -121,8 +127,8 @@ func parse(c *caddy.Controller) (*MDNSNodes, error) {
 		if m.iface != "" && m.bind.IsValid() {
 			return nil, c.Err("use either 'interface' or 'bind', not both")
 		}
-		if m.iface == "" && !m.bind.IsValid() {
-			return nil, c.Err("one of 'interface NAME' or 'bind ADDRESS' is required: the link to listen on")
+		if m.iface == "" && !m.bind.IsValid() && m.kubeconfig == "" {
+			return nil, c.Err("one of 'interface NAME' or 'bind ADDRESS' is required: the link to listen on (or 'kubeconfig PATH' for the Nodes of the API alone)")
 		}
 		if m.Zones == nil {
 			zs, err := directive.DefaultZones(c, pluginName)

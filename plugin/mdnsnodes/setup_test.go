@@ -31,6 +31,7 @@ func TestParse(t *testing.T) {
 		ttl     uint32
 		fall    fall.F
 		key     string
+		kube    string
 	}{
 		{name: "minimal", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n}",
 			zones: []string{"ocp4.example.com."}, iface: "eth0", service: "_workstation._tcp", ttl: 30},
@@ -46,6 +47,12 @@ func TestParse(t *testing.T) {
 		{name: "ipv6 bind", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n bind 2001:db8:1::11\n}",
 			zones: []string{"ocp4.example.com."}, bind: "2001:db8:1::11", service: "_workstation._tcp", ttl: 30},
 
+		{name: "kubeconfig and interface", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n kubeconfig /etc/kubernetes/kubeconfig\n}",
+			zones: []string{"ocp4.example.com."}, iface: "eth0", service: "_workstation._tcp", ttl: 30, kube: "/etc/kubernetes/kubeconfig"},
+		// The file may appear after start (bootstrap): it is not checked here.
+		{name: "kubeconfig alone: the API without mDNS", keys: []string{"."}, input: "mdnsnodes {\n zone ocp4.example.com\n kubeconfig /nonexistent/kubeconfig\n}",
+			zones: []string{"ocp4.example.com."}, service: "_workstation._tcp", ttl: 30, kube: "/nonexistent/kubeconfig"},
+
 		{name: "no link", keys: []string{"ocp4.example.com."}, input: "mdnsnodes", shouldErr: true, errText: "'interface NAME' or 'bind ADDRESS' is required"},
 		{name: "both links", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n bind 198.51.100.11\n}", shouldErr: true, errText: "not both"},
 		{name: "arguments", keys: []string{"ocp4.example.com."}, input: "mdnsnodes ocp4.example.com {\n interface eth0\n}", shouldErr: true, errText: "Wrong argument count"},
@@ -57,6 +64,9 @@ func TestParse(t *testing.T) {
 		{name: "missing key", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n key /nonexistent/key\n}", shouldErr: true, errText: "key file"},
 		{name: "ttl too big", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n ttl 4000\n}", shouldErr: true, errText: "ttl must be in range"},
 		{name: "unknown", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n foo\n}", shouldErr: true, errText: "unknown property 'foo'"},
+		{name: "kubeconfig without path", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n kubeconfig\n}", shouldErr: true, errText: "Wrong argument count"},
+		{name: "kubeconfig two paths", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n kubeconfig /a /b\n}", shouldErr: true, errText: "Wrong argument count"},
+		{name: "no link nor kubeconfig", keys: []string{"."}, input: "mdnsnodes {\n zone ocp4.example.com\n ttl 5\n}", shouldErr: true, errText: "or 'kubeconfig PATH'"},
 		{name: "interface two args", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0 eth1\n}", shouldErr: true, errText: "Wrong argument count"},
 	}
 	for _, tc := range tests {
@@ -78,9 +88,9 @@ func TestParse(t *testing.T) {
 				bind = m.bind.String()
 			}
 			if !slices.Equal(m.Zones, tc.zones) || m.cluster != tc.cluster || m.iface != tc.iface || bind != tc.bind ||
-				m.service != tc.service || m.ttl != tc.ttl || !m.Fall.Equal(tc.fall) || m.keyFile != tc.key {
-				t.Errorf("Got zones %v cluster %q iface %q bind %q service %q ttl %d fall %v key %q",
-					m.Zones, m.cluster, m.iface, bind, m.service, m.ttl, m.Fall, m.keyFile)
+				m.service != tc.service || m.ttl != tc.ttl || !m.Fall.Equal(tc.fall) || m.keyFile != tc.key || m.kubeconfig != tc.kube {
+				t.Errorf("Got zones %v cluster %q iface %q bind %q service %q ttl %d fall %v key %q kubeconfig %q",
+					m.Zones, m.cluster, m.iface, bind, m.service, m.ttl, m.Fall, m.keyFile, m.kubeconfig)
 			}
 		})
 	}

@@ -6,13 +6,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,7 +42,6 @@ func TestLBConfigAgainstKubeAPIServer(t *testing.T) {
 
 	dir := t.TempDir()
 	haproxy := filepath.Join(dir, "haproxy.cfg")
-	corefile := filepath.Join(dir, "Corefile")
 	dnsPort := freeUDPPort(t)
 	conf := fmt.Sprintf(`.:%d {
     bind 127.0.0.1
@@ -66,30 +62,7 @@ func TestLBConfigAgainstKubeAPIServer(t *testing.T) {
     whoami
 }
 `, dnsPort, c.Kubeconfig, haproxy, dir)
-	if err := os.WriteFile(corefile, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "coredns.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(lab.Binary(t, "coredns"), "-conf", corefile)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "coredns.log"))
-			t.Logf("coredns.log:\n%s", b)
-		}
-	})
+	core := startHostCoreDNS(t, dir, conf)
 
 	contains := func(path, s string) func() error {
 		return func() error {
@@ -173,10 +146,8 @@ func TestLBConfigAgainstKubeAPIServer(t *testing.T) {
 		before[p], stat[p] = b, st.ModTime()
 	}
 	c.StopFor(60 * time.Second)
-	select {
-	case err := <-exited:
+	if gone, err := core.Exited(); gone {
 		t.Fatalf("coredns exited during the API outage: %v", err)
-	default:
 	}
 	for _, p := range []string{haproxy} {
 		b, err := os.ReadFile(p)
@@ -229,14 +200,4 @@ func TestLBConfigAgainstKubeAPIServer(t *testing.T) {
 		return nil
 	})
 	measure("after outage", 10, 100)
-}
-
-func freeUDPPort(t *testing.T) int {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	return pc.LocalAddr().(*net.UDPAddr).Port
 }

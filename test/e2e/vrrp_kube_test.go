@@ -30,13 +30,7 @@ const vrrpKubeBound = 20 * time.Second
 // as ready.
 func vrrpStartKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
 	t.Helper()
-	ns := l.AddClient("kubeapi")
-	c := kubetest.StartWith(t, kubetest.Options{
-		BindAddress: ns.IPv4.String(),
-		Wrap:        []string{"ip", "netns", "exec", ns.NS},
-		Dial:        ns.DialContext,
-		Listen:      ns.Listen,
-	})
+	c := startLabKube(t, l)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var idx []int
@@ -50,6 +44,20 @@ func vrrpStartKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
 		t.Fatalf("create the default/kubernetes EndpointSlice: %v", err)
 	}
 	return c
+}
+
+// startLabKube runs etcd and kube-apiserver in a namespace of their own on
+// the lab bridge; the test's client reaches it through sockets opened in
+// that namespace.
+func startLabKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
+	t.Helper()
+	ns := l.AddClient("kubeapi")
+	return kubetest.StartWith(t, kubetest.Options{
+		BindAddress: ns.IPv4.String(),
+		Wrap:        []string{"ip", "netns", "exec", ns.NS},
+		Dial:        ns.DialContext,
+		Listen:      ns.Listen,
+	})
 }
 
 // vrrpAPISlice is default/kubernetes's EndpointSlice with the apiservers of

@@ -1,0 +1,288 @@
+package nodecfg
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/infradns/infradns/internal/atomicfile"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/ from the current templates")
+
+func exampleFile(t *testing.T) File {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/cluster.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(b)
+	if err != nil {
+		t.Fatalf("deploy/cluster.example.yaml: %v", err)
+	}
+	return f
+}
+
+func render(t *testing.T, f File) map[string]Output {
+	t.Helper()
+	v, err := f.Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := Render(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]Output{}
+	for _, o := range outs {
+		m[o.Path] = o
+	}
+	return m
+}
+
+// TestRenderRoles renders the shipped example for each role and compares
+// every file with testdata/ROLE (go test -update rewrites them).
+func TestRenderRoles(t *testing.T) {
+	for _, tc := range []struct {
+		role, node string
+		pods       []string
+		corefile   []string // must be in the Corefile
+		notCore    []string // must not
+	}{
+		{ControlPlane, "master-0", []string{"coredns", "haproxy", "keepalived", "mdns-publisher"},
+			[]string{"kubeconfig /etc/kubernetes/infradns/kubeconfig", "haproxy /etc/infradns/lb/haproxy.cfg",
+				"backends 198.51.100.11 198.51.100.12 198.51.100.13", "node master-0", "import /etc/infradns/forward*.conf"},
+			[]string{"health-check api none"}},
+		{Worker, "worker-0", []string{"coredns", "keepalived", "mdns-publisher"},
+			[]string{"health-check api none", "keepalived /etc/infradns/lb/keepalived.conf"},
+			[]string{"haproxy /etc", "backends"}},
+		{Bootstrap, "", []string{"coredns", "haproxy", "keepalived", "mdns-publisher"},
+			[]string{"backends 198.51.100.11"},
+			[]string{"kubeconfig", "\n        node "}},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			f := exampleFile(t)
+			f.Role, f.Node = tc.role, tc.node
+			if tc.role == Worker {
+				f.APIServers = nil
+			}
+			if tc.role == Bootstrap {
+				f.Kubeconfig = ""
+			}
+			got := render(t, f)
+			var pods []string
+			for p, o := range got {
+				if !strings.HasPrefix(p, ManifestDir+"/") {
+					continue
+				}
+				pods = append(pods, strings.TrimSuffix(strings.TrimPrefix(p, ManifestDir+"/infradns-"), ".yaml"))
+				pod, err := DecodePod(o.Data)
+				if err != nil {
+					t.Fatalf("%s: %v", p, err)
+				}
+				if pod.Namespace != "kube-system" || pod.Spec.Containers[0].Image != f.Image {
+					t.Errorf("%s: namespace %q image %q", p, pod.Namespace, pod.Spec.Containers[0].Image)
+				}
+			}
+			slices.Sort(pods)
+			if !slices.Equal(pods, tc.pods) {
+				t.Errorf("pods %v, want %v", pods, tc.pods)
+			}
+			core := string(got[Corefile].Data)
+			for _, s := range tc.corefile {
+				if !strings.Contains(core, s) {
+					t.Errorf("Corefile lacks %q:\n%s", s, core)
+				}
+			}
+			for _, s := range tc.notCore {
+				if strings.Contains(core, s) {
+					t.Errorf("Corefile has %q:\n%s", s, core)
+				}
+			}
+			if d := got[DispatcherPath]; d.Mode != 0o755 || len(d.Data) == 0 {
+				t.Errorf("dispatcher script mode %v, %d bytes", d.Mode, len(d.Data))
+			}
+			env := string(got[ResolvEnv].Data)
+			for _, s := range []string{"INFRADNS_DOMAIN=ocp4.example.com\n", "INFRADNS_INTERFACE=ens3\n",
+				`INFRADNS_EXCLUDE="192.0.2.5 2001:db8::5 192.0.2.10 2001:db8::10"`} {
+				if !strings.Contains(env, s) {
+					t.Errorf("resolv.env lacks %q:\n%s", s, env)
+				}
+			}
+			golden(t, filepath.Join("testdata", tc.role), got)
+		})
+	}
+}
+
+func golden(t *testing.T, dir string, got map[string]Output) {
+	t.Helper()
+	for p, o := range got {
+		if p == DispatcherPath {
+			continue // shipped as is, tested in deploy/node
+		}
+		gp := filepath.Join(dir, filepath.FromSlash(p))
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(gp), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(gp, o.Data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(gp)
+		if err != nil {
+			t.Fatalf("%v (go test ./internal/nodecfg -update writes it)", err)
+		}
+		if string(want) != string(o.Data) {
+			t.Errorf("%s differs from %s (go test ./internal/nodecfg -update rewrites it):\n%s", p, gp, o.Data)
+		}
+	}
+}
+
+func TestValuesErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*File)
+		want string
+	}{
+		{"no role", func(f *File) { f.Role = "" }, "role: missing"},
+		{"bad role", func(f *File) { f.Role = "master" }, `role: "master"`},
+		{"bad cluster", func(f *File) { f.Cluster = "ocp 4" }, "cluster:"},
+		{"bad domain", func(f *File) { f.Domain = "localhost" }, "domain:"},
+		{"no api vip", func(f *File) { f.APIVIPs = nil }, "apiVIPs: one or two"},
+		{"two v4 vips", func(f *File) { f.APIVIPs = []string{"192.0.2.5", "192.0.2.6"} }, "apiVIPs: two addresses of one family"},
+		{"loopback vip", func(f *File) { f.IngressVIPs = []string{"127.0.0.1"} }, "ingressVIPs: 127.0.0.1 cannot"},
+		{"bad vip", func(f *File) { f.IngressVIPs = []string{"192.0.2"} }, "ingressVIPs:"},
+		{"bad interface", func(f *File) { f.Interface = "eth 0" }, "interface:"},
+		{"no image", func(f *File) { f.Image = "" }, "image:"},
+		{"worker without kubeconfig", func(f *File) { f.Role, f.Kubeconfig, f.APIServers = Worker, "", nil }, "kubeconfig: missing"},
+		{"relative kubeconfig", func(f *File) { f.Kubeconfig = "kubeconfig" }, "kubeconfig:"},
+		{"kubeconfig beside the config", func(f *File) { f.Kubeconfig = "/etc/kubeconfig" }, "kubeconfig:"},
+		{"bootstrap without servers", func(f *File) { f.Role, f.APIServers = Bootstrap, nil }, "apiServers: a bootstrap"},
+		{"worker with servers", func(f *File) { f.Role = Worker }, "apiServers: a worker"},
+		{"bad server", func(f *File) { f.APIServers = []string{"master-0:6443"} }, "apiServers:"},
+		{"stub upstream", func(f *File) { f.Upstreams = []string{"127.0.0.53"} }, "upstreams: 127.0.0.53 would loop"},
+		{"vip upstream", func(f *File) { f.Upstreams = []string{"192.0.2.5"} }, "upstreams: 192.0.2.5 would loop"},
+		{"key elsewhere", func(f *File) { f.MDNSKey = "/root/mdns.key" }, "mdnsKey:"},
+		{"v2 sub-second", func(f *File) { f.VRRPVersion = 2 }, "vrrpVersion/advertInterval"},
+		{"bad interval", func(f *File) { f.AdvertInterval = "fast" }, "advertInterval:"},
+		{"same ports", func(f *File) { f.LBPort, f.HealthPort = 9000, 9000 }, "both 9000"},
+		{"port of coredns", func(f *File) { f.LBPort = 9153 }, "taken"},
+		{"bad listen", func(f *File) { f.Listen = []string{"not an iface"} }, "listen:"},
+		{"bad ingress service", func(f *File) { f.IngressService = "router" }, "ingressService:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := exampleFile(t)
+			f.Role = ControlPlane
+			tc.edit(&f)
+			_, err := f.Values()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseRejectsUnknownKeys(t *testing.T) {
+	for _, in := range []string{
+		"cluster: a\napiVIP: [192.0.2.1]\n",          // misspelt key
+		"cluster: a\ncluster: b\n",                   // duplicate
+		"cluster: a\nrouterIDs: {api: 1, ingres: 2}", // nested
+	} {
+		if _, err := Parse([]byte(in)); err == nil {
+			t.Errorf("Parse(%q) accepted it", in)
+		}
+	}
+}
+
+// TestDecodePod: each broken variant of a rendered manifest is refused, so
+// the checks that guard the real ones can fail.
+func TestDecodePod(t *testing.T) {
+	f := exampleFile(t)
+	f.Role = ControlPlane
+	good := string(render(t, f)[ManifestDir+"/infradns-coredns.yaml"].Data)
+	if _, err := DecodePod([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"unknown field", "  hostNetwork: true\n", "  hostNetwork: true\n  hostNetwrok: true\n", "unknown field"},
+		{"duplicate field", "  hostPID: true\n", "  hostPID: true\n  hostPID: false\n", "already set"},
+		{"unknown container field", "    image: ", "    imagePullPolicyy: Always\n    image: ", "unknown field"},
+		{"no host network", "  hostNetwork: true\n", "  hostNetwork: false\n", "hostNetwork"},
+		{"not critical", "system-node-critical", "system-cluster-critical", "priorityClassName"},
+		{"untyped hostPath", "{path: /run/infradns, type: DirectoryOrCreate}", "{path: /run/infradns}", "needs a type"},
+		{"moved mount", "{name: run, mountPath: /run/infradns}", "{name: run, mountPath: /var/run/infradns}", "keep their path"},
+		{"undeclared volume", "{name: tmp, mountPath: /tmp}", "{name: scratch, mountPath: /tmp}", "undeclared volume"},
+		{"capabilities kept", `drop: ["ALL"]`, `drop: ["NET_RAW"]`, "drop ALL"},
+		{"not a pod", "kind: Pod", "kind: Deployment", "v1/Pod"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(good, tc.old) {
+				t.Fatalf("the manifest has no %q", tc.old)
+			}
+			bad := strings.Replace(good, tc.old, tc.new, 1)
+			_, err := DecodePod([]byte(bad))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCoreDNSProbesMatchCorefile(t *testing.T) {
+	f := exampleFile(t)
+	f.Role = Worker
+	f.APIServers = nil
+	got := render(t, f)
+	pod, err := DecodePod(got[ManifestDir+"/infradns-coredns.yaml"].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pod.Spec.Containers[0]
+	core := string(got[Corefile].Data)
+	for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		if pr == nil || pr.HTTPGet == nil {
+			t.Fatal("coredns needs http liveness and readiness probes")
+		}
+		want := map[string]string{"/health": "health :", "/ready": "ready :"}[pr.HTTPGet.Path] + pr.HTTPGet.Port.String()
+		if !strings.Contains(core, want) {
+			t.Errorf("probe %s on port %s, but the Corefile has no %q", pr.HTTPGet.Path, pr.HTTPGet.Port.String(), want)
+		}
+	}
+	if !slices.Equal(c.Command, []string{"/usr/bin/coredns"}) || !slices.Equal(c.Args, []string{"-conf", Corefile}) {
+		t.Errorf("coredns runs %v %v", c.Command, c.Args)
+	}
+}
+
+func TestWriteTree(t *testing.T) {
+	f := exampleFile(t)
+	f.Role = ControlPlane
+	v, err := f.Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := Render(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	changed, err := WriteTree(root, outs, atomicfile.WriteIfChanged)
+	if err != nil || len(changed) != len(outs) {
+		t.Fatalf("first write: %v, %d of %d written", err, len(changed), len(outs))
+	}
+	fi, err := os.Stat(filepath.Join(root, DispatcherPath))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("dispatcher script: %v %v", fi, err)
+	}
+	if changed, err = WriteTree(root, outs, atomicfile.WriteIfChanged); err != nil || len(changed) != 0 {
+		t.Fatalf("second write of the same files: %v, rewrote %v", err, changed)
+	}
+}

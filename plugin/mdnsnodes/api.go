@@ -1,0 +1,193 @@
+package mdnsnodes
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/mdns"
+	"github.com/infradns/infradns/internal/records"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Label values of sourceNodes.
+const (
+	sourceMDNS = "mdns"
+	sourceAPI  = "api"
+)
+
+// apiIndex turns a Node list into the labels it serves: the first DNS label
+// of each Node name, lower-cased, with the Node's InternalIPs. Names that are
+// not a host label or that another plugin owns are left out, like the mDNS
+// cache leaves them out, and so is a Node without a usable InternalIP: it
+// would only be NODATA for both families. Two Nodes with the same first
+// label (master-0 and master-0.ocp4.example.com) are one name: the Node whose
+// name sorts first serves it, so the answer does not depend on list order.
+func apiIndex(nodes []lb.Node, reserved []string) map[string]records.Set {
+	out := make(map[string]records.Set, len(nodes))
+	owner := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		l, _, _ := strings.Cut(strings.ToLower(n.Name), ".")
+		if !mdns.ValidHostLabel(l) || slices.Contains(reserved, l) {
+			continue
+		}
+		if o, dup := owner[l]; dup && o < n.Name {
+			continue
+		}
+		set := addrSet(n.Addresses)
+		if set.Empty() {
+			continue
+		}
+		out[l], owner[l] = set, n.Name
+	}
+	return out
+}
+
+// addrSet keeps the addresses a client can use, sorted per family, once each.
+func addrSet(as []netip.Addr) records.Set {
+	var v4, v6 []netip.Addr
+	for _, a := range as {
+		a = a.Unmap()
+		if !a.IsValid() || a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() {
+			continue
+		}
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	var s records.Set
+	for _, fam := range []*[]netip.Addr{&v4, &v6} {
+		slices.SortFunc(*fam, netip.Addr.Compare)
+		*fam = slices.Compact(*fam)
+	}
+	for _, a := range v4 {
+		s.V4 = append(s.V4, a.AsSlice())
+	}
+	for _, a := range v6 {
+		s.V6 = append(s.V6, a.AsSlice())
+	}
+	return s
+}
+
+// merge returns what is served: every label either source knows. A label
+// both know takes its whole answer from mDNS: the node's own announcement,
+// possibly signed, follows an address change within a second, while the
+// kubelet updates the Node's addresses later. Neither input is modified; the
+// result may share heard.
+func merge(heard *mdns.Index, api map[string]records.Set) *mdns.Index {
+	if len(api) == 0 {
+		if heard == nil {
+			return &mdns.Index{}
+		}
+		return heard
+	}
+	out := &mdns.Index{Nodes: make(map[string]records.Set, heard.Len()+len(api))}
+	for l, s := range api {
+		out.Nodes[l] = s
+	}
+	if heard != nil {
+		for l, s := range heard.Nodes {
+			out.Nodes[l] = s
+		}
+	}
+	return out
+}
+
+// publish merges the latest of both sources into the index ServeDNS reads.
+func (m *MDNSNodes) publish() {
+	m.publishMu.Lock()
+	defer m.publishMu.Unlock()
+	heard := m.heard.Load()
+	var api map[string]records.Set
+	if p := m.api.Load(); p != nil {
+		api = *p
+	}
+	ix := merge(heard, api)
+	m.index.Store(ix)
+
+	server := m.zonesLabel()
+	nodes.WithLabelValues(server).Set(float64(ix.Len()))
+	if m.listens() {
+		sourceNodes.WithLabelValues(server, sourceMDNS).Set(float64(heard.Len()))
+	}
+	if m.watches() {
+		sourceNodes.WithLabelValues(server, sourceAPI).Set(float64(len(api)))
+	}
+}
+
+// firstListWarning is how long after the client is built a missing first
+// Node list is logged.
+const firstListWarning = 10 * time.Second
+
+// lastAPI hands the API's last Node list (per kubeconfig) from an instance
+// to the one that replaces it at a reload: the new one starts with no list of
+// its own, and during an API outage it would not get one for as long as the
+// outage lasts.
+var lastAPI sync.Map // kubeconfig → *map[string]records.Set
+
+// takeOver starts from the previous instance's Node list, if there was one.
+// It is a full list from the API, as stale as the old instance's answers
+// were, so it counts as the first list for readiness; the watch replaces it
+// as soon as the API answers.
+func (m *MDNSNodes) takeOver() {
+	v, ok := lastAPI.Load(m.kubeconfig)
+	if !ok {
+		return
+	}
+	m.api.Store(v.(*map[string]records.Set))
+	m.publish()
+	m.apiSynced.Store(true)
+}
+
+// watchAPI follows the Nodes until ctx ends. The reflectors keep the last
+// list while the API is unreachable, so the names stay served.
+func (m *MDNSNodes) watchAPI(ctx context.Context) {
+	client := kube.WaitClient(ctx, m.client, log.Warningf)
+	if client == nil {
+		return // cancelled
+	}
+	// The reflectors' own errors (refused, forbidden) reach no log in this
+	// binary: say at least that the list has not come.
+	slow := time.AfterFunc(firstListWarning, func() {
+		if !m.apiSynced.Load() {
+			log.Warningf("no Node list from the API after %s: is it reachable, and may this identity list and watch nodes?", firstListWarning)
+		}
+	})
+	defer slow.Stop()
+	o := kube.NewOptions()
+	o.NodesOnly = true
+	err := kube.New(client, o).Run(ctx, func(_ context.Context, s lb.Snapshot) error {
+		api := apiIndex(s.Nodes, m.reserved)
+		m.api.Store(&api)
+		lastAPI.Store(m.kubeconfig, &api)
+		m.publish()
+		if !m.apiSynced.Swap(true) {
+			log.Infof("%d of %d Nodes from the API", len(api), len(s.Nodes))
+		}
+		return nil
+	})
+	if err != nil {
+		log.Errorf("watch: %v", err)
+	}
+}
+
+func (m *MDNSNodes) client() (kube.Client, error) {
+	if m.newClient != nil {
+		return m.newClient()
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", m.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.UserAgent = "infradns-mdnsnodes"
+	return kube.NewForConfig(rc)
+}

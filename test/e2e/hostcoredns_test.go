@@ -1,0 +1,87 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/test/e2e/lab"
+)
+
+// hostCoreDNS is bin/coredns running on the host (loopback only, no lab
+// namespace), for the tests that need a real kube-apiserver but no network.
+type hostCoreDNS struct {
+	started time.Time
+	exited  chan error // receives once; Exited puts it back
+}
+
+// startHostCoreDNS writes conf to dir/Corefile and runs bin/coredns with it;
+// its output goes to dir/coredns.log, shown when the test fails. It is
+// killed at cleanup.
+func startHostCoreDNS(t *testing.T, dir, conf string) *hostCoreDNS {
+	t.Helper()
+	corefile := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(corefile, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "coredns.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lab.Binary(t, "coredns"), "-conf", corefile)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c := &hostCoreDNS{started: time.Now(), exited: make(chan error, 1)}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	go func() { c.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+		logf.Close()
+		if t.Failed() {
+			t.Logf("coredns.log:\n%s", lab.Tail(logPath, 60))
+		}
+	})
+	return c
+}
+
+// Exited reports whether coredns has exited, and how.
+func (c *hostCoreDNS) Exited() (bool, error) {
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return pc.LocalAddr().(*net.UDPAddr).Port
+}
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

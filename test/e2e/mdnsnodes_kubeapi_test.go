@@ -1,0 +1,314 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/kubetest"
+	"github.com/infradns/infradns/test/e2e/lab"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// mnkZone is the cluster domain of TestMDNSNodesKubeAPI.
+const mnkZone = "ocp4.example.com."
+
+// mnkOutage is how long the API is down. It spans several relist attempts
+// of the reflector (backoff capped at 5 s, 7.5 s with jitter).
+const mnkOutage = 30 * time.Second
+
+// TestMDNSNodesKubeAPI runs bin/coredns with mdnsnodes in API-only mode (a
+// kubeconfig, no interface: nothing listens to multicast) against a real
+// kube-apiserver and measures, from just before each API write to the first
+// DNS answer showing it: a Node created, its InternalIP changed with
+// UpdateStatus (what the kubelet does), the Node deleted. Then the API is
+// stopped: every name must keep its answer for the whole outage, and the
+// watch must catch up once the API is back.
+func TestMDNSNodesKubeAPI(t *testing.T) {
+	c := kubetest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	nodes := c.Client.CoreV1().Nodes()
+
+	dir := t.TempDir()
+	dnsPort := freeUDPPort(t)
+	readyPort, promPort := freeTCPPort(t), freeTCPPort(t)
+	conf := fmt.Sprintf(`.:%d {
+    bind 127.0.0.1
+    ready 127.0.0.1:%d
+    prometheus 127.0.0.1:%d
+    mdnsnodes {
+        zone %s
+        kubeconfig %s
+    }
+}
+`, dnsPort, readyPort, promPort, mnkZone, c.Kubeconfig)
+	core := startHostCoreDNS(t, dir, conf)
+	started := core.started
+	alive := func() {
+		t.Helper()
+		if gone, err := core.Exited(); gone {
+			t.Fatalf("coredns exited: %v", err)
+		}
+	}
+
+	server := net.JoinHostPort("127.0.0.1", strconv.Itoa(dnsPort))
+	readyURL := fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)
+	// Ready with no Node at all: the first (empty) list is a full view.
+	lab.Eventually(t, 20*time.Second, 10*time.Millisecond, "coredns ready", func() error {
+		return mnkReady(readyURL)
+	})
+	t.Logf("measure: coredns start → ready (first Node list) %v", time.Since(started).Round(time.Millisecond))
+	if a := mnkQuery(server, "worker-0."+mnkZone, dns.TypeA); a != "NXDOMAIN" {
+		t.Fatalf("worker-0 before any Node: %q, want NXDOMAIN", a)
+	}
+
+	// wait polls the answer until it is exactly want and returns the time
+	// since began.
+	wait := func(began time.Time, name string, qtype uint16, want string) time.Duration {
+		t.Helper()
+		var last string
+		if err := lab.Poll(ctx, 10*time.Second, time.Millisecond, func() error {
+			if last = mnkQuery(server, name, qtype); last != want {
+				return fmt.Errorf("%q", last)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%s %s: want %q: %v", name, dns.TypeToString[qtype], want, err)
+		}
+		return time.Since(began)
+	}
+	const n = 8
+	worker := func(i int) string { return fmt.Sprintf("worker-%d", i) }
+	ip := func(base, i int) string { return fmt.Sprintf("198.51.100.%d", base+i) }
+
+	// Create.
+	var created []time.Duration
+	for i := range n {
+		began := time.Now()
+		if _, err := nodes.Create(ctx, mnkNode(worker(i), ip(20, i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, wait(began, worker(i)+"."+mnkZone, dns.TypeA, "NOERROR "+ip(20, i)))
+	}
+	mnkLogDurations(t, "Node created → A answered", created)
+
+	// A Node named with its FQDN, both families: it answers by its first label.
+	began := time.Now()
+	if _, err := nodes.Create(ctx, mnkNode("master-0."+strings.TrimSuffix(mnkZone, "."), "198.51.100.10", "2001:db8:1::10"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := wait(began, "master-0."+mnkZone, dns.TypeAAAA, "NOERROR 2001:db8:1::10")
+	wait(began, "master-0."+mnkZone, dns.TypeA, "NOERROR 198.51.100.10")
+	t.Logf("measure: Node master-0.%s created → master-0 AAAA answered %v", strings.TrimSuffix(mnkZone, "."), d.Round(time.Millisecond))
+
+	// Address change: the kubelet rewrites status.addresses. The answer is
+	// exactly the new address: the old one is gone at the same moment.
+	var changed []time.Duration
+	for i := range n {
+		nd, err := nodes.Get(ctx, worker(i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd.Status.Addresses = mnkNode(worker(i), ip(40, i)).Status.Addresses
+		began := time.Now()
+		if _, err := nodes.UpdateStatus(ctx, nd, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		changed = append(changed, wait(began, worker(i)+"."+mnkZone, dns.TypeA, "NOERROR "+ip(40, i)))
+	}
+	mnkLogDurations(t, "InternalIP changed (UpdateStatus) → new A answered, old gone", changed)
+
+	// Delete all but the last two workers.
+	const kept = 2
+	var deleted []time.Duration
+	for i := range n - kept {
+		began := time.Now()
+		if err := nodes.Delete(ctx, worker(i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleted = append(deleted, wait(began, worker(i)+"."+mnkZone, dns.TypeA, "NXDOMAIN"))
+	}
+	mnkLogDurations(t, "Node deleted → NXDOMAIN", deleted)
+	for _, dd := range slices.Concat(created, changed, deleted) {
+		if dd > time.Second {
+			t.Errorf("A change took %v to be answered, want < 1 s", dd)
+		}
+	}
+
+	want := map[string]string{
+		"master-0." + mnkZone + "/A":     "NOERROR 198.51.100.10",
+		"master-0." + mnkZone + "/AAAA":  "NOERROR 2001:db8:1::10",
+		worker(0) + "." + mnkZone + "/A": "NXDOMAIN",
+	}
+	for i := n - kept; i < n; i++ {
+		want[worker(i)+"."+mnkZone+"/A"] = "NOERROR " + ip(40, i)
+	}
+	checkAll := func() []string {
+		var bad []string
+		for k, w := range want {
+			name, typ, _ := strings.Cut(k, "/")
+			if g := mnkQuery(server, name, dns.StringToType[typ]); g != w {
+				bad = append(bad, fmt.Sprintf("%s %s: %q, want %q", name, typ, g, w))
+			}
+		}
+		slices.Sort(bad)
+		return bad
+	}
+	if bad := checkAll(); len(bad) > 0 {
+		t.Fatalf("Before the outage: %v", bad)
+	}
+	if err := mnkMetric(promPort, `coredns_mdnsnodes_source_nodes{source="api",zones="`+mnkZone+`"}`, kept+1); err != nil {
+		t.Error(err)
+	}
+	if err := mnkMetric(promPort, `coredns_mdnsnodes_nodes{zones="`+mnkZone+`"}`, kept+1); err != nil {
+		t.Error(err)
+	}
+
+	// Outage: the apiserver is stopped (etcd keeps the data). Every name
+	// keeps its answer, and the plugin stays ready.
+	c.Stop()
+	outage := time.Now()
+	rounds, queries := 0, 0
+	for time.Since(outage) < mnkOutage {
+		alive()
+		if bad := checkAll(); len(bad) > 0 {
+			t.Errorf("%v into the API outage: %v", time.Since(outage).Round(time.Millisecond), bad)
+		}
+		if err := mnkReady(readyURL); err != nil {
+			t.Errorf("%v into the API outage: not ready: %v", time.Since(outage).Round(time.Millisecond), err)
+		}
+		rounds++
+		queries += len(want)
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("measure: API down %v: %d rounds, %d queries, every answer as before the outage: %v",
+		time.Since(outage).Round(time.Millisecond), rounds, queries, !t.Failed())
+
+	// The API is back: the watch relists on its own (reconnect backoff
+	// capped at 5 s, 7.5 s with jitter) and follows changes again.
+	c.Restart()
+	back := time.Now()
+	if _, err := nodes.Create(ctx, mnkNode("worker-back", "198.51.100.99"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created0 := time.Now()
+	var last string
+	if err := lab.Poll(ctx, 30*time.Second, 5*time.Millisecond, func() error {
+		if last = mnkQuery(server, "worker-back."+mnkZone, dns.TypeA); last != "NOERROR 198.51.100.99" {
+			return fmt.Errorf("%q", last)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("worker-back after the API came back: %v", err)
+	}
+	t.Logf("measure: after the outage, Node created → A answered %v (%v after the API server was ready again)",
+		time.Since(created0).Round(time.Millisecond), time.Since(back).Round(time.Millisecond))
+	if bad := checkAll(); len(bad) > 0 {
+		t.Errorf("After the outage: %v", bad)
+	}
+	began = time.Now()
+	if err := nodes.Delete(ctx, worker(n-1), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("measure: after the outage, Node deleted → NXDOMAIN %v",
+		wait(began, worker(n-1)+"."+mnkZone, dns.TypeA, "NXDOMAIN").Round(time.Millisecond))
+	alive()
+}
+
+// mnkNode is a Node as the kubelet reports it: InternalIPs and a Hostname
+// address (not served).
+func mnkNode(name string, internal ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, a := range internal {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a})
+	}
+	n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: name})
+	return n
+}
+
+// mnkQuery asks server over UDP and returns the answer in short form:
+// "NOERROR 198.51.100.1", "NOERROR" (NODATA), "NXDOMAIN", or the error.
+func mnkQuery(server, name string, qtype uint16) string {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	cl := &dns.Client{Timeout: 500 * time.Millisecond}
+	r, _, err := cl.Exchange(m, server)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	out := []string{dns.RcodeToString[r.Rcode]}
+	var addrs []string
+	for _, rr := range r.Answer {
+		switch rr := rr.(type) {
+		case *dns.A:
+			addrs = append(addrs, rr.A.String())
+		case *dns.AAAA:
+			addrs = append(addrs, rr.AAAA.String())
+		}
+	}
+	slices.Sort(addrs)
+	return strings.Join(append(out, addrs...), " ")
+}
+
+func mnkReady(url string) error {
+	hc := &http.Client{Timeout: time.Second}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+// mnkMetric checks that the series (as written by the exposition format,
+// labels in name order) has the value.
+func mnkMetric(port int, series string, want float64) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(b)
+	if m == nil {
+		return fmt.Errorf("no %s in /metrics", series)
+	}
+	if got, err := strconv.ParseFloat(string(m[1]), 64); err != nil || got != want {
+		return fmt.Errorf("%s = %s, want %v", series, m[1], want)
+	}
+	return nil
+}
+
+func mnkLogDurations(t *testing.T, what string, ds []time.Duration) {
+	t.Helper()
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	var all []string
+	for _, d := range ds {
+		all = append(all, strconv.FormatInt(d.Milliseconds(), 10))
+	}
+	t.Logf("measure: %s over %d: min %v median %v max %v (ms, in order: %s)", what, len(s),
+		s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond), strings.Join(all, " "))
+}
