@@ -395,8 +395,26 @@ func startPod(t *testing.T, bn *bootNode, name string, image map[string]string) 
 		}
 	}
 	for _, c := range pod.Spec.Containers {
+		// Sources first: the binaries and the node root live under /tmp on
+		// most machines, which an emptyDir at /tmp would hide. Then the
+		// hostPath volumes, parents before what is mounted inside them, and
+		// the emptyDirs last.
 		var script []string
-		for _, m := range c.VolumeMounts {
+		for _, dst := range slices.Sorted(maps.Keys(image)) {
+			script = append(script, fmt.Sprintf("touch %q && mount --bind %q %q", dst, image[dst], dst))
+		}
+		mounts := slices.Clone(c.VolumeMounts)
+		slices.SortStableFunc(mounts, func(a, b corev1.VolumeMount) int {
+			ea, eb := vols[a.Name].EmptyDir != nil, vols[b.Name].EmptyDir != nil
+			if ea != eb {
+				if ea {
+					return 1
+				}
+				return -1
+			}
+			return len(a.MountPath) - len(b.MountPath)
+		})
+		for _, m := range mounts {
 			v := vols[m.Name]
 			switch {
 			case v.HostPath != nil:
@@ -405,13 +423,15 @@ func startPod(t *testing.T, bn *bootNode, name string, image map[string]string) 
 					script = append(script, fmt.Sprintf("mount -o remount,bind,ro %q", m.MountPath))
 				}
 			case v.EmptyDir != nil:
+				for _, o := range c.VolumeMounts {
+					if vols[o.Name].HostPath != nil && strings.HasPrefix(o.MountPath+"/", m.MountPath+"/") {
+						t.Fatalf("%s: hostPath %s inside emptyDir %s is not emulated", name, o.MountPath, m.MountPath)
+					}
+				}
 				script = append(script, fmt.Sprintf("mkdir -p %q && mount -t tmpfs emptydir %q", m.MountPath, m.MountPath))
 			default:
 				t.Fatalf("%s: volume %s is neither hostPath nor emptyDir", name, m.Name)
 			}
-		}
-		for dst, src := range image {
-			script = append(script, fmt.Sprintf("touch %q && mount --bind %q %q", dst, src, dst))
 		}
 		scratch := filepath.Join(t.TempDir(), "mnt")
 		if err := os.MkdirAll(scratch, 0o755); err != nil {
@@ -433,7 +453,13 @@ exec "$@"
 		for _, e := range c.Env {
 			env = append(env, e.Name+"="+e.Value)
 		}
-		bn.proc[name+"/"+c.Name] = bn.n.Start(name+"-"+c.Name, argv, lab.WithEnv(env...))
+		// A container starts in its image's working directory, "/" here
+		// (the test's own may be under a /tmp the emptyDir hides).
+		dir := c.WorkingDir
+		if dir == "" {
+			dir = "/"
+		}
+		bn.proc[name+"/"+c.Name] = bn.n.Start(name+"-"+c.Name, argv, lab.WithEnv(env...), lab.WithDir(dir))
 	}
 }
 
