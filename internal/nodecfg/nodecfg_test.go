@@ -28,7 +28,7 @@ func exampleFile(t *testing.T) File {
 	return f
 }
 
-func render(t *testing.T, f File) map[string]Output {
+func renderList(t *testing.T, f File) []Output {
 	t.Helper()
 	v, err := f.Values()
 	if err != nil {
@@ -38,8 +38,13 @@ func render(t *testing.T, f File) map[string]Output {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return outs
+}
+
+func render(t *testing.T, f File) map[string]Output {
+	t.Helper()
 	m := map[string]Output{}
-	for _, o := range outs {
+	for _, o := range renderList(t, f) {
 		m[o.Path] = o
 	}
 	return m
@@ -265,14 +270,7 @@ func TestCoreDNSProbesMatchCorefile(t *testing.T) {
 func TestWriteTree(t *testing.T) {
 	f := exampleFile(t)
 	f.Role = ControlPlane
-	v, err := f.Values()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs, err := Render(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	outs := renderList(t, f)
 	root := t.TempDir()
 	changed, err := WriteTree(root, outs, atomicfile.WriteIfChanged)
 	if err != nil || len(changed) != len(outs) {
