@@ -284,3 +284,44 @@ func TestWriteTree(t *testing.T) {
 		t.Fatalf("second write of the same files: %v, rewrote %v", err, changed)
 	}
 }
+
+// TestRenderOptions: each optional key of the cluster file reaches the
+// file that uses it, and the result still validates.
+func TestRenderOptions(t *testing.T) {
+	publisher := ManifestDir + "/infradns-mdns-publisher.yaml"
+	for _, tc := range []struct {
+		name string
+		edit func(*File)
+		file string
+		want []string
+	}{
+		{"listen", func(f *File) { f.Listen = []string{"ens3", "lo"} }, Corefile, []string{"\n    bind ens3 lo\n"}},
+		{"mdns key", func(f *File) { f.MDNSKey = "/etc/infradns/mdns.key" }, Corefile, []string{"        key /etc/infradns/mdns.key\n"}},
+		{"mdns key in the publisher", func(f *File) { f.MDNSKey = "/etc/infradns/mdns.key" }, publisher,
+			[]string{"- --key=/etc/infradns/mdns.key", "{name: config, mountPath: /etc/infradns, readOnly: true}"}},
+		{"vips never announced", func(*File) {}, publisher, []string{"- --exclude-address=192.0.2.5", "- --exclude-address=2001:db8::10"}},
+		{"unicast and timing", func(f *File) {
+			f.Unicast, f.VRRPVersion, f.AdvertInterval = true, 2, "1s"
+		}, Corefile, []string{"        unicast\n", "        vrrp-version 2\n", "        advert-interval 1s\n"}},
+		{"router ids and lease", func(f *File) {
+			f.RouterIDs = &struct {
+				API     uint8 `json:"api"`
+				Ingress uint8 `json:"ingress"`
+			}{API: 50, Ingress: 51}
+			f.StatusLease = "kube-system"
+		}, Corefile, []string{"        router-ids 50 51\n", "        status-lease kube-system\n"}},
+		{"namespace", func(f *File) { f.Namespace = "openshift-kni-infra" }, ManifestDir + "/infradns-keepalived.yaml", []string{"  namespace: openshift-kni-infra\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := exampleFile(t)
+			f.Role = ControlPlane
+			tc.edit(&f)
+			got := string(render(t, f)[tc.file].Data)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%s lacks %q:\n%s", tc.file, w, got)
+				}
+			}
+		})
+	}
+}
