@@ -13,23 +13,20 @@ import (
 // ClusterFile is the YAML a bootstrap node (or a person) renders from when
 // there is no API to ask: `infradns render -f FILE`.
 type ClusterFile struct {
-	Cluster        string   `json:"cluster"`
-	Node           string   `json:"node"`
-	Interface      string   `json:"interface"`
-	NodeIPs        []string `json:"nodeIPs,omitempty"`
-	APIVIPs        []string `json:"apiVIPs"`
-	IngressVIPs    []string `json:"ingressVIPs,omitempty"`
-	APIPort        uint16   `json:"apiPort,omitempty"`
-	LBPort         uint16   `json:"lbPort,omitempty"`
-	HealthPort     uint16   `json:"healthPort,omitempty"`
-	Unicast        bool     `json:"unicast,omitempty"`
-	VRRPVersion    int      `json:"vrrpVersion,omitempty"`
-	AdvertInterval string   `json:"advertInterval,omitempty"`
-	RouterIDs      *struct {
-		API     uint8 `json:"api"`
-		Ingress uint8 `json:"ingress"`
-	} `json:"routerIDs,omitempty"`
-	TrackDir string `json:"trackDir,omitempty"`
+	Cluster        string            `json:"cluster"`
+	Node           string            `json:"node"`
+	Interface      string            `json:"interface"`
+	NodeIPs        []string          `json:"nodeIPs,omitempty"`
+	APIVIPs        []string          `json:"apiVIPs"`
+	IngressVIPs    []string          `json:"ingressVIPs,omitempty"`
+	APIPort        uint16            `json:"apiPort,omitempty"`
+	LBPort         uint16            `json:"lbPort,omitempty"`
+	HealthPort     uint16            `json:"healthPort,omitempty"`
+	Unicast        bool              `json:"unicast,omitempty"`
+	VRRPVersion    int               `json:"vrrpVersion,omitempty"`
+	AdvertInterval string            `json:"advertInterval,omitempty"`
+	RouterIDs      *RouterIDOverride `json:"routerIDs,omitempty"`
+	TrackDir       string            `json:"trackDir,omitempty"`
 	// Backends are static apiservers (ADDRESS or ADDRESS:PORT).
 	Backends []string `json:"backends,omitempty"`
 	// Nodes, APIServers and IngressNodes stand in for what the API would list.
@@ -40,6 +37,12 @@ type ClusterFile struct {
 	} `json:"nodes,omitempty"`
 	APIServers   []string `json:"apiServers,omitempty"`
 	IngressNodes []string `json:"ingressNodes,omitempty"`
+}
+
+// RouterIDOverride replaces the computed VRRP router IDs; 0 keeps one.
+type RouterIDOverride struct {
+	API     uint8 `json:"api"`
+	Ingress uint8 `json:"ingress"`
 }
 
 // ParseClusterFile reads a ClusterFile into a snapshot and a configuration,

@@ -83,19 +83,16 @@ type File struct {
 	MDNSKey string `json:"mdnsKey,omitempty"`
 	// Listen restricts CoreDNS to these addresses or interfaces (the bind
 	// plugin); needed where systemd-resolved holds 127.0.0.53:53.
-	Listen         []string `json:"listen,omitempty"`
-	StatusLease    string   `json:"statusLeaseNamespace,omitempty"`
-	Unicast        bool     `json:"unicast,omitempty"`
-	VRRPVersion    int      `json:"vrrpVersion,omitempty"`
-	AdvertInterval string   `json:"advertInterval,omitempty"`
-	RouterIDs      *struct {
-		API     uint8 `json:"api"`
-		Ingress uint8 `json:"ingress"`
-	} `json:"routerIDs,omitempty"`
-	APIPort        uint16 `json:"apiPort,omitempty"`
-	LBPort         uint16 `json:"lbPort,omitempty"`
-	HealthPort     uint16 `json:"lbHealthPort,omitempty"`
-	IngressService string `json:"ingressService,omitempty"`
+	Listen         []string             `json:"listen,omitempty"`
+	StatusLease    string               `json:"statusLeaseNamespace,omitempty"`
+	Unicast        bool                 `json:"unicast,omitempty"`
+	VRRPVersion    int                  `json:"vrrpVersion,omitempty"`
+	AdvertInterval string               `json:"advertInterval,omitempty"`
+	RouterIDs      *lb.RouterIDOverride `json:"routerIDs,omitempty"`
+	APIPort        uint16               `json:"apiPort,omitempty"`
+	LBPort         uint16               `json:"lbPort,omitempty"`
+	HealthPort     uint16               `json:"lbHealthPort,omitempty"`
+	IngressService string               `json:"ingressService,omitempty"`
 }
 
 // Parse reads a cluster file. Unknown keys are errors: a misspelt option

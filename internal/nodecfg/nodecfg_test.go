@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/infradns/infradns/internal/atomicfile"
+	"github.com/infradns/infradns/internal/lb"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -304,10 +305,7 @@ func TestRenderOptions(t *testing.T) {
 			f.Unicast, f.VRRPVersion, f.AdvertInterval = true, 2, "1s"
 		}, Corefile, []string{"        unicast\n", "        vrrp-version 2\n", "        advert-interval 1s\n"}},
 		{"router ids and lease", func(f *File) {
-			f.RouterIDs = &struct {
-				API     uint8 `json:"api"`
-				Ingress uint8 `json:"ingress"`
-			}{API: 50, Ingress: 51}
+			f.RouterIDs = &lb.RouterIDOverride{API: 50, Ingress: 51}
 			f.StatusLease = "kube-system"
 		}, Corefile, []string{"        router-ids 50 51\n", "        status-lease kube-system\n"}},
 		{"namespace", func(f *File) { f.Namespace = "openshift-kni-infra" }, ManifestDir + "/infradns-keepalived.yaml", []string{"  namespace: openshift-kni-infra\n"}},
