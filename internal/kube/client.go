@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Client is the part of the Kubernetes API lbconfig uses: list and watch
@@ -149,4 +150,15 @@ func (l leases) Update(ctx context.Context, lease *coordinationv1.Lease, opts me
 	out := &coordinationv1.Lease{}
 	err := l.rc.Put().Namespace(l.ns).Resource("leases").Name(lease.Name).VersionedParams(&opts, parameterCodec).Body(lease).Do(ctx).Into(out)
 	return out, err
+}
+
+// FromKubeconfig is the client of the kubeconfig file at path, naming itself
+// userAgent in the apiserver's logs and audit.
+func FromKubeconfig(path, userAgent string) (Client, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.UserAgent = userAgent
+	return NewForConfig(rc)
 }

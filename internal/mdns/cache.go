@@ -3,7 +3,6 @@ package mdns
 import (
 	"errors"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -669,33 +668,17 @@ func (c *Cache) Index(now time.Time) *Index {
 		if h == nil {
 			continue
 		}
-		var v4, v6 []netip.Addr
+		var live []netip.Addr
 		for a, r := range h.addrs {
-			if !r.served(now) {
-				continue
-			}
-			if a.Is4() {
-				v4 = append(v4, a)
-			} else {
-				v6 = append(v6, a)
+			if r.served(now) {
+				live = append(live, a)
 			}
 		}
-		if len(v4)+len(v6) == 0 {
-			continue
+		if set := records.SetOf(live); !set.Empty() {
+			ix.Nodes[l] = set
 		}
-		slices.SortFunc(v4, netip.Addr.Compare)
-		slices.SortFunc(v6, netip.Addr.Compare)
-		ix.Nodes[l] = records.Set{V4: toIPs(v4), V6: toIPs(v6)}
 	}
 	return ix
-}
-
-func toIPs(as []netip.Addr) []net.IP {
-	out := make([]net.IP, len(as))
-	for i, a := range as {
-		out[i] = a.AsSlice()
-	}
-	return out
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/miekg/dns"
 )
@@ -44,6 +45,36 @@ func ParseSet(args []string) (Set, error) {
 		}
 	}
 	return s, nil
+}
+
+// SetOf builds the set of the usable addresses in as, sorted per family and
+// each once: what a node announced or lists. Zoned, unspecified and
+// multicast addresses are dropped, not errors: they come from the network
+// or the API, not from a Corefile.
+func SetOf(as []netip.Addr) Set {
+	var v4, v6 []netip.Addr
+	for _, a := range as {
+		a = a.Unmap()
+		if !a.IsValid() || a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() {
+			continue
+		}
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	var s Set
+	for _, fam := range []struct {
+		in  []netip.Addr
+		out *[]net.IP
+	}{{v4, &s.V4}, {v6, &s.V6}} {
+		slices.SortFunc(fam.in, netip.Addr.Compare)
+		for _, a := range slices.Compact(fam.in) {
+			*fam.out = append(*fam.out, net.IP(a.AsSlice()))
+		}
+	}
+	return s
 }
 
 // Empty reports whether the set has no address.

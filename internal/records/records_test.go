@@ -2,6 +2,7 @@ package records
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -67,5 +68,30 @@ func TestRRs(t *testing.T) {
 	}
 	if (Set{}).RRs("x.", dns.TypeA, 1) != nil || !(Set{}).Empty() {
 		t.Error("Expected an empty set to have no records")
+	}
+}
+
+func TestSetOf(t *testing.T) {
+	p := netip.MustParseAddr
+	for _, tc := range []struct {
+		name   string
+		in     []netip.Addr
+		v4, v6 string
+	}{
+		{"empty", nil, "[]", "[]"},
+		{"sorted per family, once each", []netip.Addr{p("198.51.100.12"), p("2001:db8::2"), p("198.51.100.11"), p("198.51.100.12"), p("2001:db8::1")},
+			"[198.51.100.11 198.51.100.12]", "[2001:db8::1 2001:db8::2]"},
+		{"mapped is IPv4", []netip.Addr{p("::ffff:198.51.100.11")}, "[198.51.100.11]", "[]"},
+		{"unusable dropped", []netip.Addr{{}, p("0.0.0.0"), p("::"), p("224.0.0.251"), p("fe80::1%eth0"), p("fe80::1")}, "[]", "[fe80::1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := SetOf(tc.in)
+			if got := fmt.Sprint(s.V4); got != tc.v4 {
+				t.Errorf("V4 %s, want %s", got, tc.v4)
+			}
+			if got := fmt.Sprint(s.V6); got != tc.v6 {
+				t.Errorf("V6 %s, want %s", got, tc.v6)
+			}
+		})
 	}
 }

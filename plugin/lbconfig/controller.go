@@ -20,7 +20,6 @@ import (
 	"github.com/infradns/infradns/internal/vrrp"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Start resolves what the Corefile left to the host (node name, interface,
@@ -314,25 +313,21 @@ func (l *LBConfig) client() (kube.Client, error) {
 	if l.newClient != nil {
 		return l.newClient()
 	}
-	var rc *rest.Config
-	var err error
-	switch {
-	case l.kubeconfig != "":
-		rc, err = clientcmd.BuildConfigFromFlags("", l.kubeconfig)
-	default:
-		rc, err = rest.InClusterConfig()
-		if errors.Is(err, rest.ErrNotInCluster) {
-			if p := os.Getenv("KUBECONFIG"); p != "" {
-				rc, err = clientcmd.BuildConfigFromFlags("", p)
-			} else {
-				return nil, nil
-			}
+	const agent = "infradns-lbconfig"
+	if l.kubeconfig != "" {
+		return kube.FromKubeconfig(l.kubeconfig, agent)
+	}
+	rc, err := rest.InClusterConfig()
+	if errors.Is(err, rest.ErrNotInCluster) {
+		if p := os.Getenv("KUBECONFIG"); p != "" {
+			return kube.FromKubeconfig(p, agent)
 		}
+		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("in-cluster config: %w", err)
 	}
-	rc.UserAgent = "infradns-lbconfig"
+	rc.UserAgent = agent
 	return kube.NewForConfig(rc)
 }
 

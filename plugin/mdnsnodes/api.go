@@ -2,8 +2,6 @@ package mdnsnodes
 
 import (
 	"context"
-	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -13,8 +11,6 @@ import (
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/mdns"
 	"github.com/infradns/infradns/internal/records"
-
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Label values of sourceNodes.
@@ -41,41 +37,13 @@ func apiIndex(nodes []lb.Node, reserved []string) map[string]records.Set {
 		if o, dup := owner[l]; dup && o < n.Name {
 			continue
 		}
-		set := addrSet(n.Addresses)
+		set := records.SetOf(n.Addresses)
 		if set.Empty() {
 			continue
 		}
 		out[l], owner[l] = set, n.Name
 	}
 	return out
-}
-
-// addrSet keeps the addresses a client can use, sorted per family, once each.
-func addrSet(as []netip.Addr) records.Set {
-	var v4, v6 []netip.Addr
-	for _, a := range as {
-		a = a.Unmap()
-		if !a.IsValid() || a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() {
-			continue
-		}
-		if a.Is4() {
-			v4 = append(v4, a)
-		} else {
-			v6 = append(v6, a)
-		}
-	}
-	var s records.Set
-	for _, fam := range []*[]netip.Addr{&v4, &v6} {
-		slices.SortFunc(*fam, netip.Addr.Compare)
-		*fam = slices.Compact(*fam)
-	}
-	for _, a := range v4 {
-		s.V4 = append(s.V4, a.AsSlice())
-	}
-	for _, a := range v6 {
-		s.V6 = append(s.V6, a.AsSlice())
-	}
-	return s
 }
 
 // merge returns what is served: every label either source knows. A label
@@ -184,10 +152,5 @@ func (m *MDNSNodes) client() (kube.Client, error) {
 	if m.newClient != nil {
 		return m.newClient()
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", m.kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	rc.UserAgent = "infradns-mdnsnodes"
-	return kube.NewForConfig(rc)
+	return kube.FromKubeconfig(m.kubeconfig, "infradns-mdnsnodes")
 }
