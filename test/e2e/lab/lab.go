@@ -1,15 +1,12 @@
 package lab
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -40,10 +37,7 @@ const (
 	maxNodes             = 89 // hosts 11..99; 100..199 are left for VIPs
 	maxClients           = 50
 	defaultTeardownGrace = 3 * time.Second
-	// markerDir holds one file per live lab owner: "<prefix>-<pid>" with the
-	// owner's start time, so a reused PID is not mistaken for the owner.
-	markerDir = "/run/netns-lab"
-	netnsDir  = "/run/netns"
+	netnsDir             = "/run/netns"
 )
 
 // Host4 returns the lab IPv4 address with host part h (1..254).
@@ -491,119 +485,6 @@ func pidsIn(nss []string) []int {
 	return pids
 }
 
-// CleanStale deletes namespaces named "<prefix>-<pid>-…" whose owner process
-// is gone (or whose PID now belongs to another process), killing whatever still
-// runs in them. New calls it; it returns how many namespaces it deleted.
-func CleanStale(prefix string) (int, error) {
-	ents, err := os.ReadDir(netnsDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	re := regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `-([0-9]+)-[0-9]+-`)
-	var stale []string
-	deadOwners := map[string]bool{}
-	for _, e := range ents {
-		m := re.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
-		}
-		pid, _ := strconv.Atoi(m[1])
-		owner := prefix + "-" + m[1]
-		if ownerAlive(owner, pid) {
-			continue
-		}
-		stale = append(stale, e.Name())
-		deadOwners[owner] = true
-	}
-	// Markers of owners that left no namespace behind.
-	if ms, err := os.ReadDir(markerDir); err == nil {
-		mre := regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `-([0-9]+)$`)
-		for _, m := range ms {
-			if sm := mre.FindStringSubmatch(m.Name()); sm != nil {
-				pid, _ := strconv.Atoi(sm[1])
-				if !ownerAlive(m.Name(), pid) {
-					deadOwners[m.Name()] = true
-				}
-			}
-		}
-	}
-	var errs []error
-	if len(stale) > 0 {
-		errs = append(errs, teardown(stale, time.Second, nil))
-	}
-	for o := range deadOwners {
-		if err := os.Remove(filepath.Join(markerDir, o)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	return len(stale), errors.Join(errs...)
-}
-
-// ownerAlive reports whether the process that created owner's namespaces runs.
-// Without a marker a live PID counts as the owner: better to leave a stale
-// namespace than to delete a running lab's.
-func ownerAlive(owner string, pid int) bool {
-	if pid == os.Getpid() {
-		return true
-	}
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	got, err := startTime(pid)
-	if errors.Is(err, errGone) || errors.Is(err, os.ErrNotExist) {
-		return false
-	}
-	if err != nil {
-		return true
-	}
-	want, err := os.ReadFile(filepath.Join(markerDir, owner))
-	if err != nil {
-		return true
-	}
-	return strings.TrimSpace(string(want)) == got
-}
-
-// startTime returns field 22 of /proc/PID/stat, the process start time in
-// clock ticks since boot: with the PID it identifies a process uniquely. A
-// zombie (killed, not yet reaped) counts as gone.
-func startTime(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", err
-	}
-	// The command name (field 2) may hold spaces and parentheses; fields after
-	// the last ')' are plain.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", fmt.Errorf("bad /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), so field 22 is f[19].
-	if len(f) < 20 {
-		return "", fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	if f[0] == "Z" || f[0] == "X" {
-		return "", errGone
-	}
-	return f[19], nil
-}
-
-var errGone = errors.New("process exited")
-
-func writeMarker(owner string) error {
-	st, err := startTime(os.Getpid())
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(markerDir, 0o755); err != nil {
-		return fmt.Errorf("marker dir: %w", err)
-	}
-	return os.WriteFile(filepath.Join(markerDir, owner), []byte(st+"\n"), 0o644)
-}
-
 // RequirePrereqs fails t unless the machine can host a lab: root, and the
 // ip, unshare and sysctl commands.
 func RequirePrereqs(t testing.TB) {
@@ -615,102 +496,5 @@ func RequirePrereqs(t testing.TB) {
 		if _, err := exec.LookPath(cmd); err != nil {
 			t.Fatalf("lab: %s not found (Debian package %s; run make deps)", cmd, pkg)
 		}
-	}
-}
-
-// ipCmd runs `ip ARGS…`.
-func ipCmd(args ...string) error { return runIP("", args...) }
-
-// ipBatch runs several ip commands in namespace ns with one process.
-func ipBatch(ns string, cmds ...string) error {
-	return runIP(strings.Join(cmds, "\n")+"\n", "-n", ns, "-batch", "-")
-}
-
-func runIP(stdin string, args ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", args...)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-	return nil
-}
-
-// nsSysctl sets sysctls inside namespace ns. With optional, keys the kernel
-// does not have are ignored.
-func nsSysctl(ns string, optional bool, kvs ...string) error {
-	args := []string{"netns", "exec", ns, "sysctl", "-q", "-w"}
-	if optional {
-		args = append(args, "-e")
-	}
-	return ipCmd(append(args, kvs...)...)
-}
-
-// The signal registry: while a lab is open, SIGINT and SIGTERM tear every open
-// lab down before the test binary exits, so Ctrl-C leaves nothing behind.
-var registry struct {
-	sync.Mutex
-	labs map[*Lab]struct{}
-	ch   chan os.Signal
-}
-
-func register(l *Lab) {
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.labs == nil {
-		registry.labs = map[*Lab]struct{}{}
-		registry.ch = make(chan os.Signal, 1)
-		go onSignal(registry.ch)
-	}
-	if len(registry.labs) == 0 {
-		notifySignals(registry.ch)
-	}
-	registry.labs[l] = struct{}{}
-}
-
-func unregister(l *Lab) {
-	registry.Lock()
-	defer registry.Unlock()
-	delete(registry.labs, l)
-	last := true
-	for o := range registry.labs {
-		if o.owner == l.owner {
-			last = false
-		}
-	}
-	if last {
-		_ = os.Remove(filepath.Join(markerDir, l.owner))
-	}
-	if len(registry.labs) == 0 {
-		// Restore the default behaviour of SIGINT/SIGTERM.
-		signal.Stop(registry.ch)
-	}
-}
-
-func notifySignals(ch chan os.Signal) { signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM) }
-
-func onSignal(ch chan os.Signal) {
-	for sig := range ch {
-		registry.Lock()
-		labs := make([]*Lab, 0, len(registry.labs))
-		for l := range registry.labs {
-			labs = append(labs, l)
-		}
-		registry.Unlock()
-		fmt.Fprintf(os.Stderr, "lab: got %v, tearing down %d lab(s)\n", sig, len(labs))
-		for _, l := range labs {
-			if err := l.Close(); err != nil {
-				fmt.Fprintf(os.Stderr, "lab: teardown of %s: %v\n", l.prefix, err)
-			}
-		}
-		code := 1
-		if s, ok := sig.(syscall.Signal); ok {
-			code = 128 + int(s)
-		}
-		os.Exit(code)
 	}
 }
