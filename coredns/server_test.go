@@ -194,6 +194,9 @@ func TestServerBadCorefile(t *testing.T) {
 		{"ocp4.example.com:0 {\n apiint 192.0.2.5 {\n  ttl 7200\n }\n}", "Corefile:3 - Error during parsing: ttl must be in range [0, 3600]: 7200"},
 		{"ocp4.example.com:0 {\n appswildcard 192.0.2.x\n}", `Corefile:2 - Error during parsing: invalid address "192.0.2.x"`},
 		{"ocp4.example.com:0 {\n appswildcard 192.0.2.10 {\n  colour blue\n }\n}", "Corefile:3 - Error during parsing: unknown property 'colour'"},
+		{".:0 {\n apiint 192.0.2.5 {\n  zone a.example.com\n  zone b.example.com\n }\n}", "Corefile:4 - Error during parsing: zone: used more than once (first on line 3)"},
+		{".:0 {\n mdnsnodes {\n  zone a.example.com\n  interface eth0\n  interface eth1\n }\n}", "Corefile:5 - Error during parsing: interface: used more than once (first on line 4)"},
+		{"ocp4.example.com:0 {\n apiint 192.0.2.5\n apiint 192.0.2.6\n}", "Corefile:3 - Error during parsing: this plugin can only be used once per Server Block"},
 	}
 	for _, tc := range tests {
 		inst, err := caddy.Start(input{tc.corefile})

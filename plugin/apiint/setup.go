@@ -34,7 +34,7 @@ func parse(c *caddy.Controller) (*APIInt, error) {
 	uses := 0
 	for c.Next() {
 		if uses++; uses > 1 {
-			return nil, plugin.ErrOnce
+			return nil, c.Err(plugin.ErrOnce.Error())
 		}
 		args := c.RemainingArgs()
 		if len(args) == 0 {
@@ -46,7 +46,11 @@ func parse(c *caddy.Controller) (*APIInt, error) {
 		}
 		a.apiInt = set
 		a.api = set
+		var once directive.Once // every option at most once
 		for c.NextBlock() {
+			if err := once.Use(c); err != nil {
+				return nil, err
+			}
 			switch c.Val() {
 			case "zone":
 				z, err := directive.Zone(c)

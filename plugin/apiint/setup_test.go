@@ -61,7 +61,7 @@ func TestParse(t *testing.T) {
 		{name: "ttl not a number", keys: []string{"ocp4.example.com."}, input: "apiint 192.0.2.5 {\n ttl 30s\n}", shouldErr: true, errText: "whole number"},
 		{name: "ttl missing", keys: []string{"ocp4.example.com."}, input: "apiint 192.0.2.5 {\n ttl\n}", shouldErr: true, errText: "Wrong argument count"},
 		{name: "unknown option", keys: []string{"ocp4.example.com."}, input: "apiint 192.0.2.5 {\n label apps\n}", shouldErr: true, errText: "unknown property 'label'"},
-		{name: "twice in a block", keys: []string{"ocp4.example.com."}, input: "apiint 192.0.2.5\napiint 192.0.2.6", shouldErr: true, errText: "this plugin can only be used once per Server Block"},
+		{name: "twice in a block", keys: []string{"ocp4.example.com."}, input: "apiint 192.0.2.5\napiint 192.0.2.6", shouldErr: true, errText: "Testfile:2 - Error during parsing: this plugin can only be used once per Server Block"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,6 +105,40 @@ func TestParseErrorHasPosition(t *testing.T) {
 	_, err := parse(c)
 	if err == nil || !strings.Contains(err.Error(), "Testfile:3 - Error during parsing") {
 		t.Fatalf("Expected the error to name Testfile:3, got %v", err)
+	}
+}
+
+// TestParseRepeatedOption: an option given twice in the block is an error at
+// the second use that names the option and the line of the first, never "the
+// last one wins".
+func TestParseRepeatedOption(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		err   string // the whole error of parse
+	}{
+		{name: "zone", input: "apiint 192.0.2.5 {\n zone a.example.com\n zone b.example.com\n}",
+			err: "Testfile:3 - Error during parsing: zone: used more than once (first on line 2)"},
+		{name: "zone, same value", input: "apiint 192.0.2.5 {\n zone a.example.com\n zone a.example.com\n}",
+			err: "Testfile:3 - Error during parsing: zone: used more than once (first on line 2)"},
+		{name: "api", input: "apiint 192.0.2.5 {\n api 198.51.100.1\n ttl 5\n api 198.51.100.2\n}",
+			err: "Testfile:4 - Error during parsing: api: used more than once (first on line 2)"},
+		{name: "ttl", input: "apiint 192.0.2.5 {\n\n ttl 5\n zone a.example.com\n\n ttl 60\n}",
+			err: "Testfile:6 - Error during parsing: ttl: used more than once (first on line 3)"},
+		{name: "fallthrough", input: "apiint 192.0.2.5 {\n fallthrough\n fallthrough\n}",
+			err: "Testfile:3 - Error during parsing: fallthrough: used more than once (first on line 2)"},
+		{name: "fallthrough with zones", input: "apiint 192.0.2.5 {\n fallthrough a.example.com\n fallthrough b.example.com\n}",
+			err: "Testfile:3 - Error during parsing: fallthrough: used more than once (first on line 2)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tc.input)
+			c.ServerBlockKeys = []string{"example.com."}
+			a, err := parse(c)
+			if err == nil || err.Error() != tc.err {
+				t.Fatalf("Error %v (handler %+v), want %q", err, a, tc.err)
+			}
+		})
 	}
 }
 

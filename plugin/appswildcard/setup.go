@@ -54,7 +54,11 @@ func parse(c *caddy.Controller) (*AppsWildcard, error) {
 		w := Wildcard{Addrs: set, TTL: directive.DefaultTTL}
 		label := defaultLabel
 		var zones []string
+		var once directive.Once // every option at most once per directive
 		for c.NextBlock() {
+			if err := once.Use(c); err != nil {
+				return nil, err
+			}
 			switch c.Val() {
 			case "zone":
 				z, err := directive.Zone(c)

@@ -91,3 +91,35 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// TestParseRepeatedOption: an option given twice in one directive's block is
+// an error at the second use naming the option and the line of the first. Each
+// directive (one wildcard domain) has its own block: the same option in two
+// directives is fine (see TestParse).
+func TestParseRepeatedOption(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		err   string // the whole error of parse
+	}{
+		{name: "zone", input: "appswildcard 192.0.2.10 {\n zone a.example.com\n zone b.example.com\n}",
+			err: "Testfile:3 - Error during parsing: zone: used more than once (first on line 2)"},
+		{name: "label", input: "appswildcard 192.0.2.10 {\n label apps\n ttl 5\n label apps2\n}",
+			err: "Testfile:4 - Error during parsing: label: used more than once (first on line 2)"},
+		{name: "ttl", input: "appswildcard 192.0.2.10 {\n ttl 5\n\n ttl 60\n}",
+			err: "Testfile:4 - Error during parsing: ttl: used more than once (first on line 2)"},
+		{name: "fallthrough", input: "appswildcard 192.0.2.10 {\n fallthrough\n fallthrough a.example.com\n}",
+			err: "Testfile:3 - Error during parsing: fallthrough: used more than once (first on line 2)"},
+		{name: "in the second directive", input: "appswildcard 192.0.2.10 {\n label apps\n}\nappswildcard 192.0.2.20 {\n label shard1.apps\n zone a.example.com\n label shard2.apps\n}",
+			err: "Testfile:7 - Error during parsing: label: used more than once (first on line 5)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tc.input)
+			c.ServerBlockKeys = []string{"example.com."}
+			if _, err := parse(c); err == nil || err.Error() != tc.err {
+				t.Fatalf("Error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

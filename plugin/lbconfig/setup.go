@@ -50,7 +50,7 @@ func parse(c *caddy.Controller) (*LBConfig, error) {
 	uses := 0
 	for c.Next() {
 		if uses++; uses > 1 {
-			return nil, plugin.ErrOnce
+			return nil, c.Err(plugin.ErrOnce.Error())
 		}
 		if len(c.RemainingArgs()) != 0 {
 			return nil, c.ArgErr()

@@ -94,7 +94,7 @@ func TestParse(t *testing.T) {
 		{name: "no vip", input: "lbconfig {\ncluster a\nhaproxy /x\n}", shouldErr: "api-vip"},
 		{name: "no output", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\n}", shouldErr: "at least one of"},
 		{name: "arguments", input: "lbconfig example.org {\ncluster a\n}", shouldErr: "Wrong argument count"},
-		{name: "twice", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\n}\nlbconfig {\n}", shouldErr: "only be used once"},
+		{name: "twice", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\n}\nlbconfig {\n}", shouldErr: "Testfile:6 - Error during parsing: this plugin can only be used once per Server Block"},
 		{name: "unknown", input: "lbconfig {\nvip 192.0.2.5\n}", shouldErr: "unknown property 'vip'"},
 		{name: "bad cluster", input: "lbconfig {\ncluster a.b\n}", shouldErr: "invalid cluster name"},
 		{name: "two v4 vips", input: "lbconfig {\napi-vip 192.0.2.5 192.0.2.6\n}", shouldErr: "one address per family"},

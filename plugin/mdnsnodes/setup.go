@@ -50,12 +50,16 @@ func parse(c *caddy.Controller) (*MDNSNodes, error) {
 	uses := 0
 	for c.Next() {
 		if uses++; uses > 1 {
-			return nil, plugin.ErrOnce
+			return nil, c.Err(plugin.ErrOnce.Error())
 		}
 		if len(c.RemainingArgs()) != 0 {
 			return nil, c.ArgErr()
 		}
+		var once directive.Once // every option at most once
 		for c.NextBlock() {
+			if err := once.Use(c); err != nil {
+				return nil, err
+			}
 			switch c.Val() {
 			case "zone":
 				z, err := directive.Zone(c)

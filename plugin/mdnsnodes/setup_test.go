@@ -56,7 +56,7 @@ func TestParse(t *testing.T) {
 		{name: "no link", keys: []string{"ocp4.example.com."}, input: "mdnsnodes", shouldErr: true, errText: "'interface NAME' or 'bind ADDRESS' is required"},
 		{name: "both links", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n bind 198.51.100.11\n}", shouldErr: true, errText: "not both"},
 		{name: "arguments", keys: []string{"ocp4.example.com."}, input: "mdnsnodes ocp4.example.com {\n interface eth0\n}", shouldErr: true, errText: "Wrong argument count"},
-		{name: "twice", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n}\nmdnsnodes {\n interface eth0\n}", shouldErr: true, errText: "only be used once"},
+		{name: "twice", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n}\nmdnsnodes {\n interface eth0\n}", shouldErr: true, errText: "Testfile:4 - Error during parsing: this plugin can only be used once per Server Block"},
 		{name: "root without zone", keys: []string{"."}, input: "mdnsnodes {\n interface eth0\n}", shouldErr: true, errText: "needs the 'zone DOMAIN' option"},
 		{name: "bad bind", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n bind 224.0.0.251\n}", shouldErr: true, errText: "invalid bind address"},
 		{name: "bad service", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n service workstation\n}", shouldErr: true, errText: "invalid service type"},
@@ -91,6 +91,49 @@ func TestParse(t *testing.T) {
 				m.service != tc.service || m.ttl != tc.ttl || !m.Fall.Equal(tc.fall) || m.keyFile != tc.key || m.kubeconfig != tc.kube {
 				t.Errorf("Got zones %v cluster %q iface %q bind %q service %q ttl %d fall %v key %q kubeconfig %q",
 					m.Zones, m.cluster, m.iface, bind, m.service, m.ttl, m.Fall, m.keyFile, m.kubeconfig)
+			}
+		})
+	}
+}
+
+// TestParseRepeatedOption: an option given twice in the block is an error at
+// the second use that names the option and the line of the first, never "the
+// last one wins".
+func TestParseRepeatedOption(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		input string
+		err   string // the whole error of parse
+	}{
+		{name: "zone", input: "mdnsnodes {\n zone a.example.com\n interface eth0\n zone b.example.com\n}",
+			err: "Testfile:4 - Error during parsing: zone: used more than once (first on line 2)"},
+		{name: "cluster", input: "mdnsnodes {\n cluster ocp4\n cluster ocp5\n interface eth0\n}",
+			err: "Testfile:3 - Error during parsing: cluster: used more than once (first on line 2)"},
+		{name: "interface", input: "mdnsnodes {\n interface eth0\n\n interface eth1\n}",
+			err: "Testfile:4 - Error during parsing: interface: used more than once (first on line 2)"},
+		{name: "bind", input: "mdnsnodes {\n bind 198.51.100.11\n bind 2001:db8:1::11\n}",
+			err: "Testfile:3 - Error during parsing: bind: used more than once (first on line 2)"},
+		{name: "service", input: "mdnsnodes {\n interface eth0\n service _workstation._tcp\n service _http._tcp\n}",
+			err: "Testfile:4 - Error during parsing: service: used more than once (first on line 3)"},
+		{name: "key", input: "mdnsnodes {\n interface eth0\n key " + keyFile + "\n key " + keyFile + "\n}",
+			err: "Testfile:4 - Error during parsing: key: used more than once (first on line 3)"},
+		{name: "ttl", input: "mdnsnodes {\n ttl 5\n interface eth0\n ttl 60\n}",
+			err: "Testfile:4 - Error during parsing: ttl: used more than once (first on line 2)"},
+		{name: "kubeconfig", input: "mdnsnodes {\n kubeconfig /a\n kubeconfig /b\n}",
+			err: "Testfile:3 - Error during parsing: kubeconfig: used more than once (first on line 2)"},
+		{name: "fallthrough", input: "mdnsnodes {\n interface eth0\n fallthrough a.example.com\n\n\n fallthrough\n}",
+			err: "Testfile:6 - Error during parsing: fallthrough: used more than once (first on line 3)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tc.input)
+			c.ServerBlockKeys = []string{"example.com."}
+			if _, err := parse(c); err == nil || err.Error() != tc.err {
+				t.Fatalf("Error %v, want %q", err, tc.err)
 			}
 		})
 	}
