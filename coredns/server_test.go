@@ -197,6 +197,7 @@ func TestServerBadCorefile(t *testing.T) {
 		{".:0 {\n apiint 192.0.2.5 {\n  zone a.example.com\n  zone b.example.com\n }\n}", "Corefile:4 - Error during parsing: zone: used more than once (first on line 3)"},
 		{".:0 {\n mdnsnodes {\n  zone a.example.com\n  interface eth0\n  interface eth1\n }\n}", "Corefile:5 - Error during parsing: interface: used more than once (first on line 4)"},
 		{"ocp4.example.com:0 {\n apiint 192.0.2.5\n apiint 192.0.2.6\n}", "Corefile:3 - Error during parsing: this plugin can only be used once per Server Block"},
+		{".:0 {\n appswildcard 192.0.2.10 {\n  zone $(id).example.com\n }\n}", `Corefile:3 - Error during parsing: invalid zone "$(id).example.com": label "$(id)" has '$'`},
 	}
 	for _, tc := range tests {
 		inst, err := caddy.Start(input{tc.corefile})

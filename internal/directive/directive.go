@@ -4,6 +4,7 @@ package directive
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
@@ -33,24 +34,22 @@ func TTL(c *caddy.Controller) (uint32, error) {
 	return uint32(t), nil
 }
 
-// Zone parses "zone DOMAIN": one fully qualified, lower-case domain that must lie
-// within the server block's zones, or no query would ever reach it.
+// Zone parses "zone DOMAIN": one host-style domain (see CheckDomain), returned
+// fully qualified and lower-case, that must lie within the server block's
+// zones, or no query would ever reach it.
 func Zone(c *caddy.Controller) (string, error) {
 	args := c.RemainingArgs()
 	if len(args) != 1 {
 		return "", c.ArgErr()
 	}
-	if _, ok := dns.IsDomainName(args[0]); !ok || args[0] == "" {
-		return "", c.Errf("invalid zone %q", args[0])
+	if err := CheckDomain(args[0]); err != nil {
+		return "", c.Errf("invalid zone %q: %v", args[0], err)
 	}
-	z := plugin.Host(args[0]).NormalizeExact()
-	if len(z) != 1 {
-		return "", c.Errf("invalid zone %q", args[0])
-	}
-	if blocks := ServerZones(c); plugin.Zones(blocks).Matches(z[0]) == "" {
+	z := dns.Fqdn(strings.ToLower(args[0]))
+	if blocks := ServerZones(c); plugin.Zones(blocks).Matches(z) == "" {
 		return "", c.Errf("zone %q is outside the server block's zones %v", args[0], blocks)
 	}
-	return z[0], nil
+	return z, nil
 }
 
 // ServerZones returns the server block's zones, normalized.

@@ -10,6 +10,41 @@ import (
 	"github.com/coredns/caddy/caddyfile"
 )
 
+func TestZone(t *testing.T) {
+	tests := []struct {
+		keys    []string
+		input   string
+		want    string
+		errText string
+	}{
+		{keys: []string{"."}, input: "x {\n zone OCP4.example.com\n}", want: "ocp4.example.com."},
+		{keys: []string{"example.com."}, input: "x {\n zone ocp4.example.com.\n}", want: "ocp4.example.com."},
+		{keys: []string{"example.com."}, input: "x {\n zone example.com\n}", want: "example.com."},
+
+		{keys: []string{"."}, input: "x {\n zone $(id).example.com\n}", errText: `Testfile:2 - Error during parsing: invalid zone "$(id).example.com": label "$(id)" has '$'`},
+		{keys: []string{"."}, input: "x {\n zone .\n}", errText: `invalid zone ".": no labels`},
+		{keys: []string{"."}, input: "x {\n zone 10.0.0.0/8\n}", errText: `invalid zone "10.0.0.0/8"`},
+		{keys: []string{"example.org."}, input: "x {\n zone ocp4.example.com\n}", errText: "outside the server block's zones [example.org.]"},
+		{keys: []string{"."}, input: "x {\n zone\n}", errText: "Wrong argument count"},
+	}
+	for _, tc := range tests {
+		c := caddy.NewTestController("dns", tc.input)
+		c.ServerBlockKeys = tc.keys
+		c.Next()
+		c.NextBlock()
+		got, err := Zone(c)
+		if tc.errText == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("%q: got %q, %v; want %q", tc.input, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.errText) {
+			t.Errorf("%q: got %q, %v; want an error containing %q", tc.input, got, err, tc.errText)
+		}
+	}
+}
+
 // parseBlocks runs a plugin-shaped parse loop over input: one Once per block,
 // every option checked. It returns the first error.
 func parseBlocks(input string) error {

@@ -54,6 +54,8 @@ func TestParse(t *testing.T) {
 		{name: "zone without arg", keys: []string{"."}, input: "apiint 192.0.2.5 {\n zone\n}", shouldErr: true, errText: "Wrong argument count"},
 		{name: "zone two args", keys: []string{"."}, input: "apiint 192.0.2.5 {\n zone a.example.com b.example.com\n}", shouldErr: true, errText: "Wrong argument count"},
 		{name: "zone invalid", keys: []string{"."}, input: "apiint 192.0.2.5 {\n zone a..b\n}", shouldErr: true, errText: "invalid zone"},
+		{name: "zone not a host name", keys: []string{"."}, input: "apiint 192.0.2.5 {\n zone $(id).example.com\n}", shouldErr: true, errText: `invalid zone "$(id).example.com": label "$(id)" has '$'`},
+		{name: "zone root", keys: []string{"."}, input: "apiint 192.0.2.5 {\n zone .\n}", shouldErr: true, errText: `invalid zone ".": no labels`},
 		{name: "api without address", keys: []string{"ocp4.example.com."}, input: "apiint 192.0.2.5 {\n api\n}", shouldErr: true, errText: "Wrong argument count"},
 		{name: "api bad address", keys: []string{"ocp4.example.com."}, input: "apiint 192.0.2.5 {\n api nope\n}", shouldErr: true, errText: `invalid address "nope"`},
 		{name: "ttl too big", keys: []string{"ocp4.example.com."}, input: "apiint 192.0.2.5 {\n ttl 3601\n}", shouldErr: true, errText: "ttl must be in range [0, 3600]: 3601"},

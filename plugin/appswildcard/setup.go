@@ -71,8 +71,8 @@ func parse(c *caddy.Controller) (*AppsWildcard, error) {
 				if len(args) != 1 {
 					return nil, c.ArgErr()
 				}
-				if !validLabel(args[0]) {
-					return nil, c.Errf("invalid label %q: want one or more DNS labels without '*', e.g. apps", args[0])
+				if err := directive.CheckLabels(args[0]); err != nil {
+					return nil, c.Errf("invalid label %q: %v; want one or more host-name labels without '*', e.g. apps", args[0], err)
 				}
 				label = args[0]
 			case "ttl":
@@ -105,12 +105,4 @@ func parse(c *caddy.Controller) (*AppsWildcard, error) {
 	}
 	a.build()
 	return a, nil
-}
-
-func validLabel(l string) bool {
-	if strings.Contains(l, "*") || strings.HasPrefix(l, ".") || strings.HasSuffix(l, ".") {
-		return false
-	}
-	n, ok := dns.IsDomainName(l)
-	return ok && n > 0
 }

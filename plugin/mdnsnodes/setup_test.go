@@ -58,6 +58,7 @@ func TestParse(t *testing.T) {
 		{name: "arguments", keys: []string{"ocp4.example.com."}, input: "mdnsnodes ocp4.example.com {\n interface eth0\n}", shouldErr: true, errText: "Wrong argument count"},
 		{name: "twice", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n}\nmdnsnodes {\n interface eth0\n}", shouldErr: true, errText: "Testfile:4 - Error during parsing: this plugin can only be used once per Server Block"},
 		{name: "root without zone", keys: []string{"."}, input: "mdnsnodes {\n interface eth0\n}", shouldErr: true, errText: "needs the 'zone DOMAIN' option"},
+		{name: "zone not a host name", keys: []string{"."}, input: "mdnsnodes {\n zone a;b.example.com\n interface eth0\n}", shouldErr: true, errText: `invalid zone "a;b.example.com": label "a;b" has ';'`},
 		{name: "bad bind", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n bind 224.0.0.251\n}", shouldErr: true, errText: "invalid bind address"},
 		{name: "bad service", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n service workstation\n}", shouldErr: true, errText: "invalid service type"},
 		{name: "bad cluster", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n cluster a=b\n}", shouldErr: true, errText: "invalid cluster"},
