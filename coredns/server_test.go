@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +209,39 @@ func TestServerBadCorefile(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Expected error %q, got %q", tc.want, err)
+		}
+	}
+}
+
+// TestServerLoadbalanceShufflesVIPs: several ingress VIPs of a family are all
+// answered, and the stock loadbalance plugin (built in) shuffles them, the
+// cached answers too (it comes before cache in the plugin chain).
+func TestServerLoadbalanceShufflesVIPs(t *testing.T) {
+	udp, _ := startServer(t, `ocp4.example.com:0 {
+		loadbalance
+		cache 30
+		appswildcard 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12
+	}`)
+	for _, tc := range []struct {
+		qtype uint16
+		want  []string
+	}{
+		{dns.TypeA, []string{"192.0.2.10", "192.0.2.11", "192.0.2.12"}},
+		{dns.TypeAAAA, []string{"2001:db8::10", "2001:db8::11", "2001:db8::12"}},
+	} {
+		orders := map[string]bool{}
+		// The chance that 60 shuffles of three records all give one order is
+		// (1/6)^59: never.
+		for range 60 {
+			r := exchange(t, "udp", udp, "console.apps.ocp4.example.com.", tc.qtype, 0)
+			got := strings.Fields(answers(r))
+			if !slices.Equal(slices.Sorted(slices.Values(got)), tc.want) {
+				t.Fatalf("%s: answer %v, want all of %v", dns.TypeToString[tc.qtype], got, tc.want)
+			}
+			orders[strings.Join(got, " ")] = true
+		}
+		if len(orders) < 2 {
+			t.Errorf("%s: 60 answers came in one order %v: not shuffled", dns.TypeToString[tc.qtype], orders)
 		}
 	}
 }

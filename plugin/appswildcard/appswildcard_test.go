@@ -2,6 +2,7 @@ package appswildcard
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/coredns/caddy"
@@ -118,5 +119,62 @@ func TestEmptyNonTerminalsAboveMultiLabel(t *testing.T) {
 	}
 	if rec.Msg == nil || rec.Msg.Rcode != dns.RcodeSuccess || len(rec.Msg.Answer) != 0 || len(rec.Msg.Ns) != 1 {
 		t.Fatalf("Expected NODATA with SOA for the empty non-terminal, got %v", rec.Msg)
+	}
+}
+
+// TestSeveralVIPsPerFamily: with several ingress VIPs of each family, every
+// address of the asked family is answered, in the order of the directive's
+// arguments, the same order every time (the loadbalance plugin shuffles).
+func TestSeveralVIPsPerFamily(t *testing.T) {
+	tests := []struct {
+		name   string
+		vips   string
+		qtype  uint16
+		answer []string
+	}{
+		{name: "A, grouped", vips: "192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12", qtype: dns.TypeA,
+			answer: []string{"192.0.2.10", "192.0.2.11", "192.0.2.12"}},
+		{name: "AAAA, grouped", vips: "192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12", qtype: dns.TypeAAAA,
+			answer: []string{"2001:db8::10", "2001:db8::11", "2001:db8::12"}},
+		{name: "A, interleaved", vips: "2001:db8::12 192.0.2.12 2001:db8::10 192.0.2.10 192.0.2.11 2001:db8::11", qtype: dns.TypeA,
+			answer: []string{"192.0.2.12", "192.0.2.10", "192.0.2.11"}},
+		{name: "AAAA, interleaved", vips: "2001:db8::12 192.0.2.12 2001:db8::10 192.0.2.10 192.0.2.11 2001:db8::11", qtype: dns.TypeAAAA,
+			answer: []string{"2001:db8::12", "2001:db8::10", "2001:db8::11"}},
+		{name: "AAAA with v4 only is NODATA", vips: "192.0.2.10 192.0.2.11 192.0.2.12", qtype: dns.TypeAAAA},
+		{name: "MX is NODATA", vips: "192.0.2.10 192.0.2.11 2001:db8::10 2001:db8::11", qtype: dns.TypeMX},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newHandler(t, []string{"ocp4.example.com."}, "appswildcard "+tc.vips+" {\n ttl 7\n}")
+			for range 3 {
+				rec := dnstest.NewRecorder(&test.ResponseWriter{})
+				q := test.Case{Qname: "console.apps.ocp4.example.com.", Qtype: tc.qtype}.Msg()
+				if _, err := a.ServeDNS(context.Background(), rec, q); err != nil {
+					t.Fatal(err)
+				}
+				if rec.Msg == nil || rec.Msg.Rcode != dns.RcodeSuccess || !rec.Msg.Authoritative {
+					t.Fatalf("Expected an authoritative NOERROR reply, got %v", rec.Msg)
+				}
+				var got []string
+				for _, rr := range rec.Msg.Answer {
+					h := rr.Header()
+					if h.Name != "console.apps.ocp4.example.com." || h.Rrtype != tc.qtype || h.Ttl != 7 {
+						t.Errorf("Unexpected record %v", rr)
+					}
+					switch r := rr.(type) {
+					case *dns.A:
+						got = append(got, r.A.String())
+					case *dns.AAAA:
+						got = append(got, r.AAAA.String())
+					}
+				}
+				if !slices.Equal(got, tc.answer) {
+					t.Fatalf("Answer %v, want %v in this order", got, tc.answer)
+				}
+				if len(tc.answer) == 0 && (len(rec.Msg.Ns) != 1 || rec.Msg.Ns[0].Header().Rrtype != dns.TypeSOA) {
+					t.Fatalf("Expected NODATA with the SOA, got %v", rec.Msg)
+				}
+			}
+		})
 	}
 }
