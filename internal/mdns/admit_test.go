@@ -26,8 +26,8 @@ func TestCacheReplay(t *testing.T) {
 	}
 	now := t0.Add(3 * time.Second)
 	c.Expire(now)
-	if ix := c.Index(now); ix.Len() != 0 {
-		t.Errorf("Served %v after replays, want nothing", served(ix))
+	if h := c.Heard(now); len(h.Hosts) != 0 {
+		t.Errorf("Served %v after replays, want nothing", served(h))
 	}
 }
 
@@ -45,7 +45,7 @@ func TestCacheQueriesMissing(t *testing.T) {
 	a.Response = true
 	a.Answer = testZone(nil).addrRRs(dns.TypeA, rrOpts{flush: true})
 	c.Process(t0.Add(100*time.Millisecond), n1v4, a)
-	if got := served(c.Index(t0.Add(time.Second))); !slices.Equal(got, []string{"node1=198.51.100.11,"}) {
+	if got := served(c.Heard(t0.Add(time.Second))); !slices.Equal(got, []string{"node1=198.51.100.11,"}) {
 		t.Errorf("Served %v", got)
 	}
 }

@@ -47,7 +47,7 @@ type host struct {
 }
 
 // Cache is a resolver's memory of the announcements it heard. It is not safe
-// for concurrent use: one goroutine feeds it and publishes Index snapshots.
+// for concurrent use: one goroutine feeds it and publishes Heard snapshots.
 type Cache struct {
 	filter    Filter
 	verifier  *Verifier

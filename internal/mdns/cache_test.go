@@ -35,17 +35,17 @@ func addrBye(host string, gone ...netip.Addr) func(*testing.T, time.Time) *dns.M
 	}
 }
 
-// served returns the index as "label=addr,addr" strings.
-func served(ix *Index) []string {
+// served returns the snapshot as "label=addr,addr," strings, in its own
+// order: the tests' lists are sorted, so they check that it is too.
+func served(h Heard) []string {
 	var out []string
-	for l, s := range ix.Nodes {
-		e := l + "="
-		for _, ip := range append(s.V4, s.V6...) {
-			e += ip.String() + ","
+	for _, n := range h.Hosts {
+		e := n.Label + "="
+		for _, a := range n.Addrs {
+			e += a.String() + ","
 		}
 		out = append(out, e)
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -61,6 +61,10 @@ func TestCache(t *testing.T) {
 	}{
 		{name: "announcement served", steps: []step{{0, n1v4, ann("node1", "ocp4", nil, false, n1v4, n1v6)}},
 			at: time.Second, want: []string{"node1=198.51.100.11,2001:db8:1::11,"}},
+		{name: "hosts by label, addresses IPv4 first", steps: []step{
+			{0, n2v4, ann("node2", "ocp4", nil, false, n2v4)},
+			{0, n1v4, ann("node1", "ocp4", nil, false, n1v6, n1new, n1v4)}},
+			at: time.Second, want: []string{"node1=198.51.100.11,198.51.100.111,2001:db8:1::11,", "node2=198.51.100.12,"}},
 		{name: "host records expire after 120 s", steps: []step{{0, n1v4, ann("node1", "ocp4", nil, false, n1v4)}},
 			at: 121 * time.Second},
 		{name: "goodbye is not served", steps: []step{{0, n1v4, ann("node1", "ocp4", nil, false, n1v4)}, {time.Second, n1v4, ann("node1", "ocp4", nil, true, n1v4)}},
@@ -176,7 +180,7 @@ func TestCache(t *testing.T) {
 			}
 			now := t0.Add(tc.at)
 			c.Expire(now)
-			if got := served(c.Index(now)); !slices.Equal(got, tc.want) {
+			if got := served(c.Heard(now)); !slices.Equal(got, tc.want) {
 				t.Errorf("Served %v, want %v", got, tc.want)
 			}
 			for r, n := range tc.rejected {
