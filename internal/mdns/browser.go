@@ -26,8 +26,9 @@ type BrowserConfig struct {
 	Filter    Filter
 	Key       []byte // require signed announcements when set
 	Logger    *slog.Logger
-	// OnIndex receives every new snapshot; it must not block.
-	OnIndex func(*Index)
+	// OnHeard receives every new snapshot of what is served; it must not
+	// block, and it may keep the snapshot.
+	OnHeard func(Heard)
 	// OnResult receives what each accepted response did (for metrics).
 	OnResult func(Result)
 	// OnQuery is called for each query sent.
@@ -53,8 +54,8 @@ func NewBrowser(cfg BrowserConfig) (*Browser, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.OnIndex == nil {
-		cfg.OnIndex = func(*Index) {}
+	if cfg.OnHeard == nil {
+		cfg.OnHeard = func(Heard) {}
 	}
 	if cfg.OnResult == nil {
 		cfg.OnResult = func(Result) {}
@@ -117,7 +118,7 @@ func (b *Browser) run(ctx context.Context, cache *Cache) error {
 	defer timer.Stop()
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
-	publish := func(now time.Time) { b.cfg.OnIndex(cache.Index(now)) }
+	publish := func(now time.Time) { b.cfg.OnHeard(cache.Heard(now)) }
 
 	for {
 		select {
@@ -172,7 +173,7 @@ func (b *Browser) handle(conn *Conn, cache *Cache, p Packet) {
 	res := cache.Process(now, p.Src.Addr(), m)
 	b.cfg.OnResult(res)
 	if res.Changed {
-		b.cfg.OnIndex(cache.Index(now))
+		b.cfg.OnHeard(cache.Heard(now))
 	}
 	if len(res.Query) > 0 {
 		b.query(conn, res.Query)

@@ -35,17 +35,17 @@ func addrBye(host string, gone ...netip.Addr) func(*testing.T, time.Time) *dns.M
 	}
 }
 
-// served returns the index as "label=addr,addr" strings.
-func served(ix *Index) []string {
+// served returns the snapshot as "label=addr,addr," strings, in its own
+// order: the tests' lists are sorted, so they check that it is too.
+func served(h Heard) []string {
 	var out []string
-	for l, s := range ix.Nodes {
-		e := l + "="
-		for _, ip := range append(s.V4, s.V6...) {
-			e += ip.String() + ","
+	for _, n := range h.Hosts {
+		e := n.Label + "="
+		for _, a := range n.Addrs {
+			e += a.String() + ","
 		}
 		out = append(out, e)
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -61,6 +61,10 @@ func TestCache(t *testing.T) {
 	}{
 		{name: "announcement served", steps: []step{{0, n1v4, ann("node1", "ocp4", nil, false, n1v4, n1v6)}},
 			at: time.Second, want: []string{"node1=198.51.100.11,2001:db8:1::11,"}},
+		{name: "hosts by label, addresses IPv4 first", steps: []step{
+			{0, n2v4, ann("node2", "ocp4", nil, false, n2v4)},
+			{0, n1v4, ann("node1", "ocp4", nil, false, n1v6, n1new, n1v4)}},
+			at: time.Second, want: []string{"node1=198.51.100.11,198.51.100.111,2001:db8:1::11,", "node2=198.51.100.12,"}},
 		{name: "host records expire after 120 s", steps: []step{{0, n1v4, ann("node1", "ocp4", nil, false, n1v4)}},
 			at: 121 * time.Second},
 		{name: "goodbye is not served", steps: []step{{0, n1v4, ann("node1", "ocp4", nil, false, n1v4)}, {time.Second, n1v4, ann("node1", "ocp4", nil, true, n1v4)}},
@@ -176,7 +180,7 @@ func TestCache(t *testing.T) {
 			}
 			now := t0.Add(tc.at)
 			c.Expire(now)
-			if got := served(c.Index(now)); !slices.Equal(got, tc.want) {
+			if got := served(c.Heard(now)); !slices.Equal(got, tc.want) {
 				t.Errorf("Served %v, want %v", got, tc.want)
 			}
 			for r, n := range tc.rejected {
@@ -189,67 +193,5 @@ func TestCache(t *testing.T) {
 				t.Errorf("Rejected %v, want none", rejected)
 			}
 		})
-	}
-}
-
-func TestCacheReplay(t *testing.T) {
-	c := NewCache(testFilter(), NewVerifier(key))
-	first := announce(t, "node1", "ocp4", []netip.Addr{n1v4}, key, t0, false)
-	if res := c.Process(t0, n1v4, first); res.Accepted != 1 {
-		t.Fatalf("First announcement: %+v", res)
-	}
-	bye := announce(t, "node1", "ocp4", []netip.Addr{n1v4}, key, t0.Add(time.Second), true)
-	c.Process(t0.Add(time.Second), n1v4, bye)
-	// The same announcement again, and an older one: neither brings it back.
-	for _, m := range []*dns.Msg{first, announce(t, "node1", "ocp4", []netip.Addr{n1v4}, key, t0.Add(500*time.Millisecond), false)} {
-		res := c.Process(t0.Add(2*time.Second), rogue, m)
-		if res.Rejected[ReasonReplay] != 1 {
-			t.Errorf("Replay: %+v, want rejected as replay", res)
-		}
-	}
-	now := t0.Add(3 * time.Second)
-	c.Expire(now)
-	if ix := c.Index(now); ix.Len() != 0 {
-		t.Errorf("Served %v after replays, want nothing", served(ix))
-	}
-}
-
-func TestCacheQueriesMissing(t *testing.T) {
-	c := NewCache(testFilter(), nil)
-	m := announce(t, "node1", "ocp4", []netip.Addr{n1v4}, nil, t0, false)
-	m.Answer = m.Answer[:3] // PTR, SRV, TXT without the addresses
-	res := c.Process(t0, n1v4, m)
-	want := []dns.Question{q("node1.local.", dns.TypeA), q("node1.local.", dns.TypeAAAA)}
-	if !slices.Equal(res.Query, want) {
-		t.Errorf("Query %v, want %v", res.Query, want)
-	}
-	// The answer to that query alone completes the node.
-	a := new(dns.Msg)
-	a.Response = true
-	a.Answer = testZone(nil).addrRRs(dns.TypeA, rrOpts{flush: true})
-	c.Process(t0.Add(100*time.Millisecond), n1v4, a)
-	if got := served(c.Index(t0.Add(time.Second))); !slices.Equal(got, []string{"node1=198.51.100.11,"}) {
-		t.Errorf("Served %v", got)
-	}
-}
-
-func TestCacheRefresh(t *testing.T) {
-	c := NewCache(testFilter(), nil)
-	c.rand = func() float64 { return 0 }
-	c.Process(t0, n1v4, announce(t, "node1", "ocp4", []netip.Addr{n1v4}, nil, t0, false))
-	if qs := c.Due(t0.Add(90 * time.Second)); len(qs) != 0 {
-		t.Errorf("Due at 75%%: %v", qs)
-	}
-	if qs := c.Due(t0.Add(96 * time.Second)); !slices.Equal(qs, []dns.Question{q("node1.local.", dns.TypeA)}) {
-		t.Errorf("Due at 80%%: %v, want the A record", qs)
-	}
-	if qs := c.Due(t0.Add(97 * time.Second)); len(qs) != 0 {
-		t.Errorf("Due twice: %v", qs)
-	}
-	if qs := c.Due(t0.Add(103 * time.Second)); len(qs) != 1 {
-		t.Errorf("Due at 85%%: %v", qs)
-	}
-	if next := c.Next(); !next.Equal(t0.Add(108 * time.Second)) {
-		t.Errorf("Next = %v, want 90%% of 120 s", next.Sub(t0))
 	}
 }

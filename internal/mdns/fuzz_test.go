@@ -48,12 +48,21 @@ func FuzzParsePacket(f *testing.F) {
 				c.Due(now)
 				c.Expire(now)
 				c.Next()
-				for l, set := range c.Index(now).Nodes {
-					if !ValidHostLabel(l) || slices.Contains(DefaultReserved, l) {
-						t.Fatalf("Served invalid or reserved label %q", l)
+				hosts := c.Heard(now).Hosts
+				for i, h := range hosts {
+					if !ValidHostLabel(h.Label) || slices.Contains(DefaultReserved, h.Label) {
+						t.Fatalf("Served invalid or reserved label %q", h.Label)
 					}
-					if set.Empty() {
-						t.Fatalf("Served %q with no address", l)
+					if i > 0 && hosts[i-1].Label >= h.Label {
+						t.Fatalf("Labels %q, %q: not sorted or not once each", hosts[i-1].Label, h.Label)
+					}
+					if len(h.Addrs) == 0 {
+						t.Fatalf("Served %q with no address", h.Label)
+					}
+					for j, a := range h.Addrs {
+						if a.Zone() != "" || a.Is4In6() || (j > 0 && h.Addrs[j-1].Compare(a) >= 0) {
+							t.Fatalf("Served %q with addresses %v: zoned, mapped, unsorted or repeated", h.Label, h.Addrs)
+						}
 					}
 				}
 			}

@@ -51,20 +51,20 @@ func apiIndex(nodes []lb.Node, reserved []string) map[string]records.Set {
 // possibly signed, follows an address change within a second, while the
 // kubelet updates the Node's addresses later. Neither input is modified; the
 // result may share heard.
-func merge(heard *mdns.Index, api map[string]records.Set) *mdns.Index {
+func merge(heard *nodeIndex, api map[string]records.Set) *nodeIndex {
 	if len(api) == 0 {
 		if heard == nil {
-			return &mdns.Index{}
+			return &nodeIndex{}
 		}
 		return heard
 	}
-	out := &mdns.Index{Nodes: make(map[string]records.Set, heard.Len()+len(api))}
+	out := &nodeIndex{nodes: make(map[string]records.Set, heard.Len()+len(api))}
 	for l, s := range api {
-		out.Nodes[l] = s
+		out.nodes[l] = s
 	}
 	if heard != nil {
-		for l, s := range heard.Nodes {
-			out.Nodes[l] = s
+		for l, s := range heard.nodes {
+			out.nodes[l] = s
 		}
 	}
 	return out

@@ -123,9 +123,9 @@ func TestMerge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var heard *mdns.Index
+			var heard *nodeIndex
 			if tc.heard != nil {
-				heard = &mdns.Index{Nodes: tc.heard}
+				heard = &nodeIndex{nodes: tc.heard}
 			}
 			api := apiIndex(tc.nodes, mdns.DefaultReserved)
 			if len(api) != tc.api {
@@ -136,7 +136,7 @@ func TestMerge(t *testing.T) {
 				t.Fatal("merge returned nil")
 			}
 			if got.Len() != len(tc.want) {
-				t.Errorf("Served %v, want %v", got.Nodes, tc.want)
+				t.Errorf("Served %v, want %v", got.nodes, tc.want)
 			}
 			for l, w := range tc.want {
 				if g, ok := got.Lookup(l); !ok || !sameSet(g, w) {
@@ -144,7 +144,7 @@ func TestMerge(t *testing.T) {
 				}
 			}
 			// The inputs are snapshots other readers share.
-			if tc.heard != nil && len(heard.Nodes) != len(tc.heard) {
+			if tc.heard != nil && len(heard.nodes) != len(tc.heard) {
 				t.Error("merge modified the mDNS index")
 			}
 		})
@@ -289,10 +289,10 @@ func TestAPIAndMDNS(t *testing.T) {
 	m := startAPI(t, apiCorefile(t, ""), c)
 	eventually(t, m, "worker-0.ocp4.example.com.", dns.TypeA, "NOERROR 198.51.100.21")
 
-	// What the browser's OnIndex does: master-0 has moved and announced it,
+	// What the browser's OnHeard does: master-0 has moved and announced it,
 	// master-1 is not (yet) a Node.
 	hear := func(nodes map[string]records.Set) {
-		m.heard.Store(&mdns.Index{Nodes: nodes})
+		m.heard.Store(&nodeIndex{nodes: nodes})
 		m.publish()
 	}
 	hear(map[string]records.Set{"master-0": set("198.51.100.12"), "master-1": set("198.51.100.13")})

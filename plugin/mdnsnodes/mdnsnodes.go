@@ -44,11 +44,12 @@ type MDNSNodes struct {
 	// index is what ServeDNS reads: an immutable snapshot of both sources,
 	// merged and swapped by publish, so a query never waits for the network
 	// or a lock.
-	index   atomic.Pointer[mdns.Index]
+	index   atomic.Pointer[nodeIndex]
 	browser atomic.Pointer[mdns.Browser]
-	// heard is the browser's latest index, api the labels of the API's latest
-	// Node list (nil before the first one); publish merges them into index.
-	heard     atomic.Pointer[mdns.Index]
+	// heard is the index of the browser's latest snapshot, api the labels of
+	// the API's latest Node list (nil before the first one); publish merges
+	// them into index.
+	heard     atomic.Pointer[nodeIndex]
 	api       atomic.Pointer[map[string]records.Set]
 	apiSynced atomic.Bool
 	// publishMu orders the merges: without it a merge of older inputs could
@@ -105,8 +106,8 @@ func (m *MDNSNodes) Start() error {
 			Filter:    m.filter(),
 			Key:       key,
 			Logger:    slog.New(clogHandler{}),
-			OnIndex: func(ix *mdns.Index) {
-				m.heard.Store(ix)
+			OnHeard: func(h mdns.Heard) {
+				m.heard.Store(heardIndex(h))
 				m.publish()
 			},
 			OnResult: func(r mdns.Result) {

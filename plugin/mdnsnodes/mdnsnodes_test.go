@@ -10,7 +10,6 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/infradns/infradns/internal/authority"
-	"github.com/infradns/infradns/internal/mdns"
 	"github.com/infradns/infradns/internal/records"
 
 	"github.com/miekg/dns"
@@ -34,7 +33,7 @@ func newHandler(t *testing.T, corefile string) *MDNSNodes {
 
 // withNodes stores an index as the browser would, and marks the plugin ready.
 func withNodes(m *MDNSNodes, nodes map[string]records.Set) {
-	m.index.Store(&mdns.Index{Nodes: nodes})
+	m.index.Store(&nodeIndex{nodes: nodes})
 	m.forceReady = true
 }
 

@@ -1,0 +1,415 @@
+package mdns
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Filter says which announcements a resolver keeps.
+type Filter struct {
+	// Cluster, when set, keeps only instances whose TXT "cluster" is exactly
+	// this, or, without that key, whose instance label's first word is this
+	// (OpenShift's "<cluster> Workstation-<host>").
+	Cluster string
+	// Service is the service type name browsed, "_workstation._tcp.local.".
+	Service string
+	// Reserved host labels are never cached.
+	Reserved []string
+}
+
+// Domain returns the mDNS domain of the browsed service ("local.").
+func (f Filter) Domain() string {
+	s := f.Service
+	for range 2 { // skip "_service." and "_proto."
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
+
+// Reasons an announcement is rejected; they are metric label values.
+const (
+	ReasonName      = "name"      // host name is not a single valid label in the domain
+	ReasonReserved  = "reserved"  // host label owned by another plugin
+	ReasonCluster   = "cluster"   // another cluster's instance
+	ReasonConflict  = "conflict"  // a second claimant for a live name
+	ReasonUnsigned  = "unsigned"  // key configured, no signature
+	ReasonSignature = "signature" // bad or malformed signature
+	ReasonStale     = "stale"     // timestamp outside the window
+	ReasonReplay    = "replay"    // nonce or timestamp already seen
+	ReasonFull      = "full"      // cache limit reached
+)
+
+// Reasons lists every rejection reason, for metrics initialisation.
+var Reasons = []string{ReasonName, ReasonReserved, ReasonCluster, ReasonConflict, ReasonUnsigned, ReasonSignature, ReasonStale, ReasonReplay, ReasonFull}
+
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, ErrUnsigned):
+		return ReasonUnsigned
+	case errors.Is(err, ErrStale):
+		return ReasonStale
+	case errors.Is(err, ErrReplay):
+		return ReasonReplay
+	}
+	return ReasonSignature
+}
+
+// Result is what one received message did to the cache.
+type Result struct {
+	Accepted int
+	Rejected map[string]int
+	Changed  bool
+	// Query are questions the resolver should ask now: the addresses of a
+	// host it has an instance for but no address, an instance seen by PTR only.
+	Query []dns.Question
+}
+
+func (r *Result) reject(reason string) {
+	if r.Rejected == nil {
+		r.Rejected = map[string]int{}
+	}
+	r.Rejected[reason]++
+}
+
+// packet is one message's records of interest, grouped by owner.
+type packet struct {
+	ptr   map[string]uint32 // instance → TTL
+	srv   map[string]*dns.SRV
+	txt   map[string]*dns.TXT
+	addrs map[string][]dns.RR
+	order []string // instance names in first-seen order, for determinism
+}
+
+func (c *Cache) split(m *dns.Msg) packet {
+	p := packet{ptr: map[string]uint32{}, srv: map[string]*dns.SRV{}, txt: map[string]*dns.TXT{}, addrs: map[string][]dns.RR{}}
+	suffix := "." + c.filter.Service
+	see := func(name string) {
+		if !slices.Contains(p.order, name) {
+			p.order = append(p.order, name)
+		}
+	}
+	for _, section := range [][]dns.RR{m.Answer, m.Extra} {
+		for _, rr := range section {
+			h := rr.Header()
+			if h.Class&^classFlush != dns.ClassINET {
+				continue
+			}
+			name := lower(h.Name)
+			switch rr := rr.(type) {
+			case *dns.PTR:
+				if name == c.filter.Service && strings.HasSuffix(lower(rr.Ptr), suffix) {
+					p.ptr[lower(rr.Ptr)] = h.Ttl
+					see(lower(rr.Ptr))
+				}
+			case *dns.SRV:
+				if strings.HasSuffix(name, suffix) {
+					p.srv[name] = rr
+					see(name)
+				}
+			case *dns.TXT:
+				if strings.HasSuffix(name, suffix) {
+					p.txt[name] = rr
+					see(name)
+				}
+			case *dns.A, *dns.AAAA:
+				if _, ok := addrOf(rr); ok {
+					p.addrs[name] = append(p.addrs[name], rr)
+				}
+			}
+		}
+	}
+	return p
+}
+
+// clusterOK decides whether an instance belongs to the filter's cluster from
+// its TXT fields (nil when unknown) and its label.
+func (c *Cache) clusterOK(label string, fields map[string]string) bool {
+	if c.filter.Cluster == "" {
+		return true
+	}
+	if fields != nil {
+		if v, ok := fields[txtCluster]; ok {
+			return v == c.filter.Cluster
+		}
+	}
+	first, _, _ := strings.Cut(label, " ")
+	return first == c.filter.Cluster
+}
+
+// hostOK checks an SRV target: one valid label in the browsed domain, not reserved.
+func (c *Cache) hostOK(target string) (string, string) {
+	l, ok := HostLabel(target, c.filter.Domain())
+	if !ok {
+		return "", ReasonName
+	}
+	if slices.Contains(c.filter.Reserved, l) {
+		return "", ReasonReserved
+	}
+	return l, ""
+}
+
+// Process applies a received mDNS response from src to the cache. The caller
+// has checked that it is a response from port 5353 (RFC 6762 6).
+func (c *Cache) Process(now time.Time, src netip.Addr, m *dns.Msg) Result {
+	var res Result
+	if m == nil || !m.Response {
+		return res
+	}
+	src = src.Unmap().WithZone("")
+	p := c.split(m)
+	if c.verifier != nil {
+		c.processSigned(now, src, p, &res)
+	} else {
+		c.processUnsigned(now, src, p, &res)
+	}
+	for inst, ttl := range p.ptr {
+		if ttl == 0 {
+			if in := c.instances[inst]; in != nil && in.hasSRV && (c.verifier == nil && in.sources[src]) {
+				in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
+				res.Changed = true
+			}
+			continue
+		}
+		if _, inPacket := p.srv[inst]; !inPacket && c.instances[inst] == nil {
+			res.Query = append(res.Query, dns.Question{Name: inst, Qtype: dns.TypeSRV, Qclass: dns.ClassINET}, dns.Question{Name: inst, Qtype: dns.TypeTXT, Qclass: dns.ClassINET})
+		}
+	}
+	return res
+}
+
+func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Result) {
+	excluded := map[string]bool{}
+	for _, name := range p.order {
+		t := p.txt[name]
+		if t == nil {
+			continue
+		}
+		label, _ := splitFirst(name)
+		fields := TXTFields(t.Txt)
+		if !c.clusterOK(label, fields) {
+			excluded[name] = true
+			res.reject(ReasonCluster)
+			continue
+		}
+		in := c.instances[name]
+		if in == nil {
+			if len(c.instances) >= MaxEntries {
+				res.reject(ReasonFull)
+				excluded[name] = true
+				continue
+			}
+			in = &instance{label: label, sources: map[netip.Addr]bool{}}
+			c.instances[name] = in
+		}
+		in.hasTXT = true
+		in.cluster = fields[txtCluster]
+		c.refresh(&in.txt, now, t.Hdr.Ttl)
+		res.Changed = true
+	}
+	for _, name := range p.order {
+		s := p.srv[name]
+		if s == nil || excluded[name] {
+			continue
+		}
+		label, _ := splitFirst(name)
+		in := c.instances[name]
+		var fields map[string]string
+		if in != nil && in.hasTXT && in.txt.live(now) {
+			fields = map[string]string{txtCluster: in.cluster}
+			if in.cluster == "" {
+				fields = map[string]string{}
+			}
+		}
+		if !c.clusterOK(label, fields) {
+			res.reject(ReasonCluster)
+			continue
+		}
+		target := lower(s.Target)
+		if _, why := c.hostOK(target); why != "" {
+			res.reject(why)
+			continue
+		}
+		if in != nil && in.hasSRV && in.srv.served(now) && (in.target != target || s.Hdr.Ttl == 0) && !in.sources[src] {
+			res.reject(ReasonConflict)
+			continue
+		}
+		if in == nil {
+			if len(c.instances) >= MaxEntries {
+				res.reject(ReasonFull)
+				continue
+			}
+			in = &instance{label: label, sources: map[netip.Addr]bool{}}
+			c.instances[name] = in
+		}
+		if s.Hdr.Ttl == 0 {
+			if in.hasSRV {
+				in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
+			}
+		} else {
+			if !in.hasSRV || !in.srv.served(now) {
+				clear(in.sources) // a new claim: its sender is the owner now
+			}
+			in.sources[src] = true
+			in.hasSRV, in.target = true, target
+			c.refresh(&in.srv, now, s.Hdr.Ttl)
+		}
+		res.Accepted++
+		res.Changed = true
+		if h := c.hosts[target]; (h == nil || !h.anyServed(now)) && s.Hdr.Ttl > 0 && len(p.addrs[target]) == 0 {
+			res.Query = append(res.Query, dns.Question{Name: target, Qtype: dns.TypeA, Qclass: dns.ClassINET}, dns.Question{Name: target, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET})
+		}
+	}
+	hostNames := make([]string, 0, len(p.addrs))
+	for h := range p.addrs {
+		hostNames = append(hostNames, h)
+	}
+	slices.Sort(hostNames)
+	for _, name := range hostNames {
+		if !c.referenced(name, now) {
+			continue // not a node of ours: never cached
+		}
+		h := c.hosts[name]
+		if h != nil && h.anyServed(now) && !h.sources[src] && !h.holds(src, now) && !h.same(p.addrs[name], now) {
+			res.reject(ReasonConflict)
+			continue
+		}
+		if h == nil {
+			if len(c.hosts) >= MaxEntries {
+				res.reject(ReasonFull)
+				continue
+			}
+			h = &host{addrs: map[netip.Addr]*rec{}, sources: map[netip.Addr]bool{}}
+			c.hosts[name] = h
+		}
+		flush := map[bool]bool{} // family (is4) → flush bit seen
+		inPacket := map[netip.Addr]bool{}
+		for _, rr := range p.addrs[name] {
+			a, _ := addrOf(rr)
+			inPacket[a] = true
+			if rr.Header().Class&classFlush != 0 {
+				flush[a.Is4()] = true
+			}
+			r := h.addrs[a]
+			if rr.Header().Ttl == 0 {
+				if r != nil {
+					r.bye, r.exp = true, minTime(r.exp, now.Add(GoodbyeGrace))
+				}
+				continue
+			}
+			if r == nil {
+				r = &rec{}
+				h.addrs[a] = r
+			}
+			c.refresh(r, now, rr.Header().Ttl)
+		}
+		// Cache flush (RFC 6762 10.2): older records of the same name and type
+		// go one second after the first flushing record, so a multi-packet
+		// announcement does not flush its own first packet.
+		for a, r := range h.addrs {
+			if flush[a.Is4()] && !inPacket[a] && r.recv.Before(now.Add(-GoodbyeGrace)) {
+				r.exp = minTime(r.exp, now.Add(GoodbyeGrace))
+			}
+		}
+		h.sources[src] = true
+		res.Accepted++
+		res.Changed = true
+	}
+}
+
+// processSigned accepts only complete, signed announcements: an instance's
+// SRV and TXT with the signature over its host's addresses in the same packet.
+func (c *Cache) processSigned(now time.Time, _ netip.Addr, p packet, res *Result) {
+	covered := map[string]bool{}
+	for _, name := range p.order {
+		s, t := p.srv[name], p.txt[name]
+		if s == nil && t == nil {
+			continue
+		}
+		if s == nil || t == nil {
+			res.reject(ReasonUnsigned)
+			continue
+		}
+		label, _ := splitFirst(name)
+		fields := TXTFields(t.Txt)
+		if !c.clusterOK(label, fields) {
+			res.reject(ReasonCluster)
+			continue
+		}
+		if _, ok := fields[txtCluster]; c.filter.Cluster != "" && !ok {
+			res.reject(ReasonCluster)
+			continue
+		}
+		target := lower(s.Target)
+		if _, why := c.hostOK(target); why != "" {
+			res.reject(why)
+			continue
+		}
+		bye := s.Hdr.Ttl == 0
+		var addrs []netip.Addr
+		var addrTTL uint32
+		for _, rr := range p.addrs[target] {
+			a, _ := addrOf(rr)
+			addrs = append(addrs, a)
+			addrTTL = rr.Header().Ttl
+			bye = bye && rr.Header().Ttl == 0
+		}
+		signed := Signed{Cluster: fields[txtCluster], Host: target, Addrs: addrs, Goodbye: bye}
+		if err := c.verifier.Check(now, signed, fields); err != nil {
+			res.reject(reasonOf(err))
+			continue
+		}
+		covered[target] = true
+		in := c.instances[name]
+		h := c.hosts[target]
+		if (in == nil && len(c.instances) >= MaxEntries) || (h == nil && len(c.hosts) >= MaxEntries) {
+			res.reject(ReasonFull)
+			continue
+		}
+		if in == nil {
+			in = &instance{label: label, sources: map[netip.Addr]bool{}}
+			c.instances[name] = in
+		}
+		if h == nil {
+			h = &host{addrs: map[netip.Addr]*rec{}, sources: map[netip.Addr]bool{}}
+			c.hosts[target] = h
+		}
+		res.Accepted++
+		res.Changed = true
+		if bye {
+			in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
+			for _, r := range h.addrs {
+				r.bye, r.exp = true, minTime(r.exp, now.Add(GoodbyeGrace))
+			}
+			continue
+		}
+		in.hasSRV, in.hasTXT, in.target, in.cluster = true, true, target, fields[txtCluster]
+		c.refresh(&in.srv, now, s.Hdr.Ttl)
+		c.refresh(&in.txt, now, t.Hdr.Ttl)
+		// The signature vouches for the complete address set: replace at once.
+		for a := range h.addrs {
+			if !slices.Contains(addrs, a) {
+				delete(h.addrs, a)
+			}
+		}
+		for _, a := range addrs {
+			r := h.addrs[a]
+			if r == nil {
+				r = &rec{}
+				h.addrs[a] = r
+			}
+			c.refresh(r, now, addrTTL)
+		}
+	}
+	for name := range p.addrs {
+		if !covered[name] && c.referenced(name, now) {
+			res.reject(ReasonUnsigned)
+		}
+	}
+}
