@@ -199,6 +199,9 @@ func TestServerBadCorefile(t *testing.T) {
 		{".:0 {\n mdnsnodes {\n  zone a.example.com\n  interface eth0\n  interface eth1\n }\n}", "Corefile:5 - Error during parsing: interface: used more than once (first on line 4)"},
 		{"ocp4.example.com:0 {\n apiint 192.0.2.5\n apiint 192.0.2.6\n}", "Corefile:3 - Error during parsing: this plugin can only be used once per Server Block"},
 		{".:0 {\n appswildcard 192.0.2.10 {\n  zone $(id).example.com\n }\n}", `Corefile:3 - Error during parsing: invalid zone "$(id).example.com": label "$(id)" has '$'`},
+		// lbconfig writes one node's keepalived and haproxy: one per Corefile.
+		{"a.example.com:0 {\n lbconfig {\n  cluster a\n  api-vip 192.0.2.5\n  haproxy /tmp/a.cfg\n }\n}\nb.example.com:0 {\n lbconfig {\n  cluster a\n  api-vip 192.0.2.5\n  haproxy /tmp/b.cfg\n }\n}",
+			"Corefile:9 - Error during parsing: lbconfig: already used in another server block (Corefile:2); one lbconfig per Corefile"},
 	}
 	for _, tc := range tests {
 		inst, err := caddy.Start(input{tc.corefile})

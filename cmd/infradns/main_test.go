@@ -9,94 +9,167 @@ import (
 	"testing"
 )
 
+const example = "../../deploy/cluster.example.yaml"
+
 func TestVRIDs(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"vr-ids", "oc2-yw674"}, &out); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// runtimecfg vr-ids prints these two for oc2-yw674 and ocp4.
+		{[]string{"oc2-yw674"}, "APIVirtualRouterID: 1\nIngressVirtualRouterID: 223\n"},
+		{[]string{"ocp4"}, "APIVirtualRouterID: 222\nIngressVirtualRouterID: 61\n"},
+		{[]string{"ocp4", "-ingress-vips", "3"}, "APIVirtualRouterID: 222\nIngressVirtualRouterID: 61\nIngress2VirtualRouterID: 35\nIngress3VirtualRouterID: 52\n"},
+		{[]string{"-f", example}, "APIVirtualRouterID: 222\nIngressVirtualRouterID: 61\n"},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), append([]string{"vr-ids"}, tc.args...), &out); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if out.String() != tc.want {
+			t.Errorf("vr-ids %v = %q, want %q", tc.args, out.String(), tc.want)
+		}
 	}
-	if want := "APIVirtualRouterID: 1\nIngressVirtualRouterID: 223\n"; out.String() != want {
-		t.Errorf("Output = %q, want %q", out.String(), want)
-	}
-	if err := run(context.Background(), []string{"vr-ids"}, &out); err == nil {
-		t.Error("Expected an error without a cluster name")
+	for _, args := range [][]string{{}, {"a", "b"}, {"-f", example, "ocp4"}, {"a.b"}, {"ocp4", "-ingress-vips", "0"}} {
+		if err := run(context.Background(), append([]string{"vr-ids"}, args...), &bytes.Buffer{}); err == nil {
+			t.Errorf("vr-ids %v accepted", args)
+		}
 	}
 }
 
+// TestHelp: -h and help print the usage and succeed; a subcommand's -h
+// prints its flags, never runs it (vr-ids -h once printed the IDs of a
+// cluster named "-h").
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out); err != nil || !strings.Contains(out.String(), "render-node -f CLUSTER.yaml") {
+			t.Errorf("%v: %v\n%s", args, err, out.String())
+		}
+	}
+	for _, cmd := range []string{"vr-ids", "render", "render-node", "vrrp-scan"} {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{cmd, "-h"}, &out); err != nil || out.Len() != 0 {
+			t.Errorf("%s -h: %v, stdout %q", cmd, err, out.String())
+		}
+	}
+}
+
+// TestRender: render reads the one cluster file, as render-node does, and
+// writes what lbconfig starts with on a control-plane node: the API VIP
+// over the file's apiServers.
 func TestRender(t *testing.T) {
 	dir := t.TempDir()
 	k, h := filepath.Join(dir, "keepalived.conf"), filepath.Join(dir, "haproxy.cfg")
-	err := run(context.Background(), []string{"render", "-f", "../../internal/lb/testdata/bootstrap.yaml", "-keepalived", k, "-haproxy", h}, &bytes.Buffer{})
+	err := run(context.Background(), []string{"render", "-f", example, "-role", "control-plane", "-node", "master-0", "-keepalived", k, "-haproxy", h}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, golden := range map[string]string{k: "bootstrap.keepalived.conf.golden", h: "bootstrap.haproxy.cfg.golden"} {
+	for file, wants := range map[string][]string{
+		k: {"router_id master-0", "vrrp_instance ocp4_api_v4 {", "vrrp_instance ocp4_api_v6 {", "virtual_router_id 222",
+			"interface ens3", `file "/run/infradns/track/ocp4-api.health"`, "192.0.2.5/32", "2001:db8::5/128"},
+		h: {"server api-198-51-100-11 198.51.100.11:6443", "server api-198-51-100-13 198.51.100.13:6443", "bind :::9445 v4v6"},
+	} {
 		got, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := os.ReadFile(filepath.Join("../../internal/lb/testdata", golden))
-		if err != nil {
-			t.Fatal(err)
+		for _, w := range wants {
+			if !strings.Contains(string(got), w) {
+				t.Errorf("%s lacks %q:\n%s", file, w, got)
+			}
 		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from %s", file, golden)
+		if strings.Contains(string(got), "ingress") {
+			t.Errorf("%s names an ingress VIP before the API lists a router:\n%s", file, got)
 		}
 	}
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"render", "-f", "../../internal/lb/testdata/bootstrap.yaml"}, &out); err != nil {
+	if err := run(context.Background(), []string{"render", "-f", example, "-node", "master-0"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "vrrp_instance ocp4_api_v4") || !strings.Contains(out.String(), "backend ocp4_api") {
 		t.Errorf("Stdout lacks one of the two files:\n%s", out.String())
 	}
+	err = run(context.Background(), []string{"render", "-f", example, "-role", "worker", "-node", "w"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "a worker renders nothing") {
+		t.Errorf("worker: %v", err)
+	}
 }
 
 func TestScanFlags(t *testing.T) {
-	if err := run(context.Background(), []string{"vrrp-scan", "-cluster", "ocp4"}, &bytes.Buffer{}); err == nil {
-		t.Error("Expected an error without -interface")
-	}
-	if err := run(context.Background(), []string{"nosuch"}, &bytes.Buffer{}); err == nil {
-		t.Error("Expected an error for an unknown command")
+	for _, args := range [][]string{
+		{"vrrp-scan", "-cluster", "ocp4"},                                   // no interface
+		{"vrrp-scan", "-interface", "eth0"},                                 // no cluster
+		{"vrrp-scan", "-interface", "eth0", "-cluster", "a", "-f", example}, // both
+		{"nosuch"},
+	} {
+		if err := run(context.Background(), args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
 	}
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
 
+// TestRenderNode renders every role from the one example file, prints the
+// paths it wrote under -o, and is safe to run again.
 func TestRenderNode(t *testing.T) {
 	root := t.TempDir()
-	args := []string{"render-node", "-f", "../../deploy/cluster.example.yaml", "-role", "worker", "-node", "worker-0", "-o", root}
-	// The example lists apiServers, which a worker must not have.
-	var out bytes.Buffer
-	err := run(context.Background(), args, &out)
-	if err == nil || !strings.Contains(err.Error(), "apiServers: a worker runs no haproxy") {
-		t.Fatalf("error %v, want the worker's apiServers refused", err)
+	node := func(role, name string, extra ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(context.Background(), append([]string{"render-node", "-f", example, "-role", role, "-node", name, "-o", root}, extra...), &out)
+		return out.String(), err
 	}
-	if entries, _ := os.ReadDir(root); len(entries) != 0 {
-		t.Fatalf("a refused render wrote %d entries", len(entries))
-	}
-
-	args[4] = "control-plane"
-	out.Reset()
-	if err := run(context.Background(), args, &out); err != nil {
+	out, err := node("control-plane", "master-0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"written   /etc/kubernetes/manifests/infradns-haproxy.yaml", "written   /etc/infradns/Corefile"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+	for _, want := range []string{"created   " + root + "/etc/kubernetes/manifests/infradns-haproxy.yaml", "created   " + root + "/etc/infradns/Corefile"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	core, err := os.ReadFile(filepath.Join(root, "etc/infradns/Corefile"))
-	if err != nil || !strings.Contains(string(core), "node worker-0") {
-		t.Fatalf("Corefile (%v):\n%s", err, core)
+	if out, err = node("control-plane", "master-0"); err != nil || strings.Contains(out, "created") || strings.Contains(out, "updated") {
+		t.Errorf("a second render changed files (%v):\n%s", err, out)
 	}
-	out.Reset()
-	if err := run(context.Background(), args, &out); err != nil {
+	if !strings.Contains(out, "kept      "+root+"/etc/infradns/forward.conf") {
+		t.Errorf("forward.conf not kept:\n%s", out)
+	}
+
+	// The same node as a worker, first as a dry run: a diff, nothing written.
+	haproxy := filepath.Join(root, "etc/kubernetes/manifests/infradns-haproxy.yaml")
+	out, err = node("worker", "master-0", "-dry-run")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(out.String(), "written") {
-		t.Errorf("a second render rewrote files:\n%s", out.String())
+	for _, want := range []string{"--- " + haproxy + "\n+++ /dev/null\n", "+        health-check api none\n", "# dry run: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
 	}
-	if err := run(context.Background(), []string{"render-node", "-f", "../../deploy/cluster.example.yaml"}, &out); err == nil {
+	if _, err := os.Stat(haproxy); err != nil {
+		t.Fatalf("the dry run removed %s: %v", haproxy, err)
+	}
+	if out, err = node("worker", "master-0"); err != nil || !strings.Contains(out, "removed   "+haproxy) {
+		t.Fatalf("worker (%v):\n%s", err, out)
+	}
+	if _, err := os.Stat(haproxy); !os.IsNotExist(err) {
+		t.Errorf("%s left behind: %v", haproxy, err)
+	}
+	core, err := os.ReadFile(filepath.Join(root, "etc/infradns/Corefile"))
+	if err != nil || !strings.Contains(string(core), "node master-0") || strings.Contains(string(core), "backends") {
+		t.Fatalf("worker Corefile (%v):\n%s", err, core)
+	}
+
+	if err := run(context.Background(), []string{"render-node", "-f", example}, &bytes.Buffer{}); err == nil {
 		t.Error("render-node without -o accepted")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := writeFile(bad, "cluster: ocp4\nDomain: x.example.com\n"); err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), []string{"render-node", "-f", bad, "-role", "worker", "-o", t.TempDir()}, &bytes.Buffer{})
+	if err == nil || err.Error() != bad+`:2: unknown key "Domain" (did you mean "domain"? keys are case-sensitive)` {
+		t.Errorf("bad file: %v", err)
 	}
 }

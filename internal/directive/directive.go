@@ -9,6 +9,8 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/infradns/infradns/internal/dnsname"
+
 	"github.com/miekg/dns"
 )
 
@@ -34,7 +36,7 @@ func TTL(c *caddy.Controller) (uint32, error) {
 	return uint32(t), nil
 }
 
-// Zone parses "zone DOMAIN": one host-style domain (see CheckDomain), returned
+// Zone parses "zone DOMAIN": one host-style domain (see dnsname.CheckDomain), returned
 // fully qualified and lower-case, that must lie within the server block's
 // zones, or no query would ever reach it.
 func Zone(c *caddy.Controller) (string, error) {
@@ -42,7 +44,7 @@ func Zone(c *caddy.Controller) (string, error) {
 	if len(args) != 1 {
 		return "", c.ArgErr()
 	}
-	if err := CheckDomain(args[0]); err != nil {
+	if err := dnsname.CheckDomain(args[0]); err != nil {
 		return "", c.Errf("invalid zone %q: %v", args[0], err)
 	}
 	z := dns.Fqdn(strings.ToLower(args[0]))

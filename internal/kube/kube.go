@@ -1,7 +1,7 @@
 // Package kube watches the Kubernetes objects the load-balancer
 // configuration follows (Nodes, the EndpointSlices of default/kubernetes and
 // of the ingress service; or the Nodes alone, for mdnsnodes) with client-go
-// reflectors, and turns each burst of changes into one lb.Snapshot.
+// reflectors, and turns each burst of changes into one cluster.Snapshot.
 package kube
 
 import (
@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/cluster"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -64,7 +64,7 @@ func NewOptions() Options {
 
 // Handler receives each new snapshot. An error retries the same work with
 // backoff (a failed reload), even when nothing changes in the cluster.
-type Handler func(context.Context, lb.Snapshot) error
+type Handler func(context.Context, cluster.Snapshot) error
 
 // Watcher runs the reflectors and calls a Handler.
 type Watcher struct {
@@ -167,13 +167,13 @@ type listers struct {
 	ingress discoverylisters.EndpointSliceLister
 }
 
-func (l listers) snapshot() lb.Snapshot {
-	var s lb.Snapshot
+func (l listers) snapshot() cluster.Snapshot {
+	var s cluster.Snapshot
 	nodes, _ := l.nodes.List(labels.Everything()) // a cache lister never fails
 	for _, n := range nodes {
 		s.Nodes = append(s.Nodes, ToNode(n))
 	}
-	slices.SortFunc(s.Nodes, func(a, b lb.Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(s.Nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
 	if l.api == nil {
 		return s
 	}
@@ -189,8 +189,8 @@ var controlPlaneLabels = []string{"node-role.kubernetes.io/control-plane", "node
 
 // ToNode cuts a Node down to what the render needs: its InternalIP
 // addresses and whether it is in the control plane.
-func ToNode(n *corev1.Node) lb.Node {
-	out := lb.Node{Name: n.Name}
+func ToNode(n *corev1.Node) cluster.Node {
+	out := cluster.Node{Name: n.Name}
 	for _, l := range controlPlaneLabels {
 		if _, ok := n.Labels[l]; ok {
 			out.ControlPlane = true

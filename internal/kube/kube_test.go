@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/kube/kubefake"
-	"github.com/infradns/infradns/internal/lb"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -61,15 +61,15 @@ var (
 
 // watch runs a kube.Watcher on the fake clientset and returns the snapshots it
 // hands over, and how many.
-func watch(t *testing.T, c *fake.Clientset, o kube.Options) (<-chan lb.Snapshot, *atomic.Int32, *kube.Watcher) {
+func watch(t *testing.T, c *fake.Clientset, o kube.Options) (<-chan cluster.Snapshot, *atomic.Int32, *kube.Watcher) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := kube.New(kubefake.FromClientset(c), o)
-	out := make(chan lb.Snapshot, 100)
+	out := make(chan cluster.Snapshot, 100)
 	var calls atomic.Int32
 	done := make(chan error, 1)
 	go func() {
-		done <- w.Run(ctx, func(_ context.Context, s lb.Snapshot) error {
+		done <- w.Run(ctx, func(_ context.Context, s cluster.Snapshot) error {
 			calls.Add(1)
 			out <- s
 			return nil
@@ -91,7 +91,7 @@ func watch(t *testing.T, c *fake.Clientset, o kube.Options) (<-chan lb.Snapshot,
 
 // await returns the first snapshot that satisfies ok, failing after 10 s
 // (a bound for a stuck watch, not a performance assertion).
-func await(t *testing.T, ch <-chan lb.Snapshot, what string, ok func(lb.Snapshot) bool) lb.Snapshot {
+func await(t *testing.T, ch <-chan cluster.Snapshot, what string, ok func(cluster.Snapshot) bool) cluster.Snapshot {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -120,12 +120,12 @@ func TestWatcher(t *testing.T) {
 	)
 	ch, _, w := watch(t, c, kube.NewOptions())
 
-	s := await(t, ch, "the initial state", func(s lb.Snapshot) bool { return len(s.Nodes) == 2 })
+	s := await(t, ch, "the initial state", func(s cluster.Snapshot) bool { return len(s.Nodes) == 2 })
 	if !w.HasSynced() {
 		t.Error("HasSynced is false after the first snapshot")
 	}
-	want := lb.Snapshot{
-		Nodes: []lb.Node{
+	want := cluster.Snapshot{
+		Nodes: []cluster.Node{
 			{Name: "master-0", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.11")}},
 			{Name: "master-1", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.12")}},
 		},
@@ -143,7 +143,7 @@ func TestWatcher(t *testing.T) {
 			ep{"10.128.0.5", "master-1", yes}, ep{"10.131.0.5", "worker-0", nil}), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s = await(t, ch, "worker-0 as node and router", func(s lb.Snapshot) bool {
+	s = await(t, ch, "worker-0 as node and router", func(s cluster.Snapshot) bool {
 		return len(s.Nodes) == 3 && slices.Contains(s.IngressNodes, "worker-0")
 	})
 	if s.Nodes[2].ControlPlane {
@@ -156,7 +156,7 @@ func TestWatcher(t *testing.T) {
 		metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s = await(t, ch, "one ready apiserver", func(s lb.Snapshot) bool { return len(s.APIServers) == 1 })
+	s = await(t, ch, "one ready apiserver", func(s cluster.Snapshot) bool { return len(s.APIServers) == 1 })
 	if s.APIServers[0] != netip.MustParseAddrPort("198.51.100.12:6443") {
 		t.Errorf("APIServers = %v", s.APIServers)
 	}
@@ -165,7 +165,7 @@ func TestWatcher(t *testing.T) {
 	if err := c.CoreV1().Nodes().Delete(ctx, "master-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s = await(t, ch, "master-0 gone", func(s lb.Snapshot) bool { return len(s.Nodes) == 2 })
+	s = await(t, ch, "master-0 gone", func(s cluster.Snapshot) bool { return len(s.Nodes) == 2 })
 	if s.Nodes[0].Name != "master-1" {
 		t.Errorf("Nodes = %v", s.Nodes)
 	}
@@ -179,7 +179,7 @@ func TestWatcherCoalesces(t *testing.T) {
 	o := kube.NewOptions()
 	o.Debounce = 200 * time.Millisecond
 	ch, calls, _ := watch(t, c, o)
-	await(t, ch, "the empty initial state", func(s lb.Snapshot) bool { return true })
+	await(t, ch, "the empty initial state", func(s cluster.Snapshot) bool { return true })
 	const n = 50
 	for i := 0; i < n; i++ {
 		name := "node-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
@@ -187,7 +187,7 @@ func TestWatcherCoalesces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	await(t, ch, "all nodes", func(s lb.Snapshot) bool { return len(s.Nodes) == n })
+	await(t, ch, "all nodes", func(s cluster.Snapshot) bool { return len(s.Nodes) == n })
 	if got := calls.Load(); got >= n {
 		t.Errorf("%d renders for %d events: bursts are not coalesced", got, n)
 	}
@@ -206,7 +206,7 @@ func TestWatcherRetries(t *testing.T) {
 	ok := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- kube.New(kubefake.FromClientset(c), o).Run(ctx, func(context.Context, lb.Snapshot) error {
+		done <- kube.New(kubefake.FromClientset(c), o).Run(ctx, func(context.Context, cluster.Snapshot) error {
 			if calls.Add(1) < 3 {
 				return context.DeadlineExceeded // any error
 			}
@@ -225,7 +225,7 @@ func TestWatcherRetries(t *testing.T) {
 	}
 }
 
-func assertSnapshot(t *testing.T, got, want lb.Snapshot) {
+func assertSnapshot(t *testing.T, got, want cluster.Snapshot) {
 	t.Helper()
 	if len(got.Nodes) != len(want.Nodes) {
 		t.Fatalf("Nodes = %+v, want %+v", got.Nodes, want.Nodes)
@@ -258,11 +258,11 @@ func TestWatcherNodesOnly(t *testing.T) {
 	o.IngressNamespace, o.IngressService = "", ""
 	ch, _, w := watch(t, c, o)
 
-	s := await(t, ch, "the initial state", func(s lb.Snapshot) bool { return len(s.Nodes) == 1 })
+	s := await(t, ch, "the initial state", func(s cluster.Snapshot) bool { return len(s.Nodes) == 1 })
 	if !w.HasSynced() {
 		t.Error("HasSynced is false after the first snapshot")
 	}
-	assertSnapshot(t, s, lb.Snapshot{Nodes: []lb.Node{
+	assertSnapshot(t, s, cluster.Snapshot{Nodes: []cluster.Node{
 		{Name: "master-0", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.11")}},
 	}})
 
@@ -270,13 +270,13 @@ func TestWatcherNodesOnly(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	await(t, ch, "the new address", func(s lb.Snapshot) bool {
+	await(t, ch, "the new address", func(s cluster.Snapshot) bool {
 		return len(s.Nodes) == 1 && slices.Equal(s.Nodes[0].Addresses, []netip.Addr{netip.MustParseAddr("198.51.100.12")})
 	})
 	if err := c.CoreV1().Nodes().Delete(ctx, "master-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	await(t, ch, "master-0 gone", func(s lb.Snapshot) bool { return len(s.Nodes) == 0 })
+	await(t, ch, "master-0 gone", func(s cluster.Snapshot) bool { return len(s.Nodes) == 0 })
 
 	for _, a := range c.Actions() {
 		if a.GetResource().Resource != "nodes" {

@@ -4,22 +4,24 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/infradns/infradns/internal/cluster"
 )
 
 // benchSnapshot is n nodes: three control-plane nodes with apiservers and a
 // router on every node, rendered in unicast mode so the ingress peer list
 // grows with the cluster (the largest output the plan can produce).
-func benchSnapshot(n int) (Snapshot, Config) {
-	s := cluster(n, false)
+func benchSnapshot(n int) (Snapshot, *cluster.Model) {
+	s := snap(n, false)
 	s.APIServers = s.APIServers[:min(3, n)]
 	s.IngressNodes = nil
 	for i := range s.Nodes {
 		s.Nodes[i].ControlPlane = i < 3
 		s.IngressNodes = append(s.IngressNodes, s.Nodes[i].Name)
 	}
-	c := config(false)
-	c.Unicast = true
-	return s, c
+	c := spec(false)
+	c.VRRP.Unicast = true
+	return s, mustModel(c)
 }
 
 // BenchmarkRender is the pure part: Desired and both templates.

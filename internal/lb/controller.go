@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/infradns/infradns/internal/cluster"
 )
 
 // Logger is what the controller logs through (CoreDNS's clog.P fits).
@@ -25,6 +27,7 @@ type Output struct {
 // Hooks report what the controller did, for metrics. Any may be nil.
 type Hooks struct {
 	Refused   func(error)       // Desired refused the snapshot; last good kept
+	Planned   func(Plan)        // Desired accepted it: the plan about to be rendered
 	Rendered  func()            // a plan was rendered
 	Invalid   func(Kind, error) // the tool rejected a render; old file kept
 	Written   func(Kind)
@@ -35,7 +38,7 @@ type Hooks struct {
 // Controller is the pipeline snapshot → Desired → Render → Validate →
 // write if changed → reload. Apply is a kube.Handler.
 type Controller struct {
-	Config    Config
+	Model     *cluster.Model
 	Templates *Templates
 	Validator Validator
 	Outputs   []Output
@@ -56,18 +59,19 @@ type Controller struct {
 // what a retry can fix (a write or a reload); a snapshot Desired refuses or a
 // render the tool rejects keeps the old files and returns nil, because the
 // next change in the cluster is what can fix it.
-func (c *Controller) Apply(ctx context.Context, s Snapshot) error {
+func (c *Controller) Apply(ctx context.Context, s cluster.Snapshot) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pending == nil {
 		c.pending = map[Kind]bool{}
 	}
-	plan, err := Desired(s, c.Config)
+	plan, err := Desired(s, c.Model)
 	if err != nil {
 		c.Log.Warningf("keeping the current files: %v", err)
 		call1(c.Hooks.Refused, err)
 		return nil
 	}
+	call1(c.Hooks.Planned, plan)
 	tpl := c.Templates
 	if tpl == nil {
 		tpl = Default

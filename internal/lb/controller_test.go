@@ -39,7 +39,7 @@ func newController(t *testing.T, v Validator) (*Controller, *countReload, *count
 	kr, hr := &countReload{}, &countReload{}
 	counts := map[string]int{}
 	c := &Controller{
-		Config:    config(false),
+		Model:     config(false),
 		Validator: v,
 		Outputs: []Output{
 			{Kind: Keepalived, Path: filepath.Join(dir, "keepalived.conf"), Reloader: kr},
@@ -59,14 +59,14 @@ func newController(t *testing.T, v Validator) (*Controller, *countReload, *count
 func TestControllerApply(t *testing.T) {
 	ctx := context.Background()
 	c, kr, hr, counts := newController(t, rejectValidator{})
-	if err := c.Apply(ctx, cluster(3, false)); err != nil {
+	if err := c.Apply(ctx, snap(3, false)); err != nil {
 		t.Fatal(err)
 	}
 	if kr.n != 1 || hr.n != 1 || counts["written"] != 2 {
 		t.Fatalf("First apply: reloads %d/%d, writes %d", kr.n, hr.n, counts["written"])
 	}
 	// Same state again: nothing written, nothing reloaded.
-	if err := c.Apply(ctx, cluster(3, false)); err != nil {
+	if err := c.Apply(ctx, snap(3, false)); err != nil {
 		t.Fatal(err)
 	}
 	if kr.n != 1 || hr.n != 1 || counts["written"] != 2 {
@@ -85,17 +85,17 @@ func TestControllerApply(t *testing.T) {
 	// A reload fails: the error asks for a retry, and the retry reloads
 	// although the file on disk is already current.
 	hr.err = errors.New("master socket refused")
-	if err := c.Apply(ctx, cluster(2, false)); err == nil {
+	if err := c.Apply(ctx, snap(2, false)); err == nil {
 		t.Fatal("Expected the reload error")
 	}
 	hr.err = nil
-	if err := c.Apply(ctx, cluster(2, false)); err != nil {
+	if err := c.Apply(ctx, snap(2, false)); err != nil {
 		t.Fatal(err)
 	}
 	if hr.n != 3 {
 		t.Errorf("haproxy reloads = %d, want 3 (first, failed, retried)", hr.n)
 	}
-	if err := c.Apply(ctx, cluster(2, false)); err != nil || hr.n != 3 {
+	if err := c.Apply(ctx, snap(2, false)); err != nil || hr.n != 3 {
 		t.Errorf("After the retry: %d reloads, err %v", hr.n, err)
 	}
 }
@@ -103,11 +103,11 @@ func TestControllerApply(t *testing.T) {
 func TestControllerKeepsRejected(t *testing.T) {
 	ctx := context.Background()
 	c, _, hr, counts := newController(t, rejectValidator{marker: "198.51.100.14"})
-	if err := c.Apply(ctx, cluster(3, false)); err != nil {
+	if err := c.Apply(ctx, snap(3, false)); err != nil {
 		t.Fatal(err)
 	}
 	good := readFile(t, c.Outputs[1].Path)
-	if err := c.Apply(ctx, cluster(4, false)); err != nil {
+	if err := c.Apply(ctx, snap(4, false)); err != nil {
 		t.Fatal(err)
 	}
 	if counts["invalid"] != 1 || hr.n != 1 {
@@ -128,7 +128,7 @@ func TestControllerRealTools(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "reloaded")
 	c := &Controller{
-		Config:    config(true),
+		Model:     config(true),
 		Validator: tools,
 		Outputs: []Output{
 			{Kind: Keepalived, Path: filepath.Join(dir, "keepalived.conf"), Reloader: Command{Argv: []string{"sh", "-c", "echo k >> " + marker}}},
@@ -136,13 +136,13 @@ func TestControllerRealTools(t *testing.T) {
 		},
 		Log: nopLog{t},
 	}
-	if err := c.Apply(context.Background(), cluster(3, true)); err != nil {
+	if err := c.Apply(context.Background(), snap(3, true)); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, marker); got != "k\nh\n" {
 		t.Errorf("Reload commands ran as %q", got)
 	}
-	if err := c.Apply(context.Background(), cluster(3, true)); err != nil {
+	if err := c.Apply(context.Background(), snap(3, true)); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, marker); got != "k\nh\n" {
@@ -175,7 +175,7 @@ func TestControllerGate(t *testing.T) {
 		}
 		return held
 	}
-	if err := c.Apply(ctx, cluster(3, false)); !errors.Is(err, held) {
+	if err := c.Apply(ctx, snap(3, false)); !errors.Is(err, held) {
 		t.Fatalf("Apply = %v, want the gate's error", err)
 	}
 	if _, err := os.Stat(c.Outputs[0].Path); err == nil || kr.n != 0 || hr.n != 1 {
@@ -185,7 +185,7 @@ func TestControllerGate(t *testing.T) {
 		t.Errorf("Gate saw %v", planned)
 	}
 	c.Gate = nil
-	if err := c.Apply(ctx, cluster(3, false)); err != nil || kr.n != 1 {
+	if err := c.Apply(ctx, snap(3, false)); err != nil || kr.n != 1 {
 		t.Errorf("After the gate opened: %v, keepalived reloads %d", err, kr.n)
 	}
 }

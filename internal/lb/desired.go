@@ -2,14 +2,15 @@ package lb
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/vrrp"
 )
 
@@ -29,17 +30,23 @@ type Plan struct {
 	HAProxy   HAProxy
 }
 
-// TrackFile is a keepalived vrrp_track_file.
+// TrackFile is a keepalived vrrp_track_file: one per VIP group.
 type TrackFile struct {
 	Name string
 	Path string
+	// Hold: the group is spread and this node is not its home, so it waits
+	// ClaimDelay before it may take it (see ClaimGate).
+	Hold bool
 }
 
-// Instance is one keepalived vrrp_instance: one VIP kind, one family.
+// Instance is one keepalived vrrp_instance: one VIP group, one family.
 type Instance struct {
 	Name     string
 	VRID     uint8
 	Priority int
+	// Nopreempt: a backup with a higher priority does not take the VIP
+	// from a live holder (groups spread over several nodes).
+	Nopreempt bool
 	// VIPs are written with their host prefix (/32, /128).
 	VIPs []string
 	// Track names the TrackFile that puts this instance in FAULT.
@@ -66,97 +73,85 @@ type Backend struct {
 	Address string
 }
 
-// Desired computes the configuration for this node. It never returns a
-// result with an empty backend list or, in unicast mode, an empty peer list:
-// see ErrNoBackends and ErrNoPeers.
-func Desired(s Snapshot, c Config) (Plan, error) {
-	if err := c.check(); err != nil {
+// Priority is the VRRP priority of every eligible node of a group that has
+// its holders to itself (the API VIP, a single ingress VIP): health acts
+// through FAULT (track_file weight 0), not weights, so failover waits for no
+// priority race (the lab measured 3.5 s for the weighted style).
+const Priority = 100
+
+// SpreadPriority is the priority of a node of rank r for a group spread
+// over its holders: 250 for the group's home node, 40 less per rank, at
+// least 1. Spread groups do not preempt, so the backup whose timer fires
+// first keeps the VIP: the ranks must fire in order, and a backup's wait
+// grows by (256-priority)/256 of an advert interval. One apart (0.4 ms at
+// 100 ms adverts) lost to timer jitter in the lab (the third in line took
+// the VIP in 2 of 24 moves); 40 apart is 15.6 ms, and the first backup waits 23
+// ms less than at priority 150.
+func SpreadPriority(rank int) int { return max(1, 250-40*rank) }
+
+// Errors for a snapshot that must not be rendered: the caller keeps the
+// last good files. An empty backend or peer list almost always means the API
+// could not be read, and rendering it would take the VIP or the API down.
+var (
+	ErrNoNodes    = cluster.ErrNoNodes
+	ErrNoBackends = errors.New("no ready apiserver endpoints and no static backends")
+	ErrNoPeers    = errors.New("unicast peer list is empty")
+)
+
+// Desired computes the configuration for this node: the groups Assign lets
+// it hold become VRRP instances, the ready apiservers haproxy's backends.
+// It never returns a result with an empty backend list or, in unicast mode,
+// an empty peer list: see ErrNoBackends and ErrNoPeers.
+func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
+	spec := m.Spec()
+	if spec.Interface == "" || spec.Interface == "auto" || spec.Node == "" {
+		return Plan{}, fmt.Errorf("node name %q and interface %q must be known before a render", spec.Node, spec.Interface)
+	}
+	assigned, err := cluster.Assign(m, s)
+	if err != nil {
 		return Plan{}, err
 	}
-	bootstrap := len(s.Nodes) == 0 && len(c.StaticBackends) > 0
-	if len(s.Nodes) == 0 && !bootstrap {
-		return Plan{}, ErrNoNodes
-	}
 	nodes := slices.Clone(s.Nodes)
-	slices.SortFunc(nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
-	var self *Node
-	for i := range nodes {
-		if nodes[i].Name == c.NodeName {
-			self = &nodes[i]
-		}
-	}
-	selfIPs := c.NodeIPs
-	if len(selfIPs) == 0 && self != nil {
+	slices.SortFunc(nodes, func(a, b cluster.Node) int { return cmp.Compare(a.Name, b.Name) })
+	selfIPs := spec.NodeIPs
+	if self, ok := s.Node(spec.Node); ok && len(selfIPs) == 0 {
 		selfIPs = self.Addresses
 	}
 
 	d := Plan{
-		Cluster:     c.Cluster,
-		NodeName:    c.NodeName,
-		Interface:   c.Interface,
-		VRRPVersion: c.VRRPVersion,
-		AdvertInt:   strconv.FormatFloat(c.AdvertInterval.Seconds(), 'f', -1, 64),
+		Cluster:     spec.Name,
+		NodeName:    spec.Node,
+		Interface:   spec.Interface,
+		VRRPVersion: spec.VRRP.Version,
+		AdvertInt:   strconv.FormatFloat(spec.VRRP.AdvertInterval.Seconds(), 'f', -1, 64),
 	}
-
-	backends, err := backends(s, c, nodes)
+	backends, err := backends(s, spec, nodes)
 	if err != nil {
 		return Plan{}, err
 	}
-	d.HAProxy = HAProxy{Name: c.Cluster + "_api", LBPort: c.LBPort, HealthPort: c.HealthPort, Backends: backends}
+	d.HAProxy = HAProxy{Name: spec.Name + "_api", LBPort: spec.LBPort, HealthPort: spec.HealthPort, Backends: backends}
 
-	routers := make(map[string]bool, len(s.IngressNodes))
-	for _, n := range s.IngressNodes {
-		routers[n] = true
-	}
-	kinds := []struct {
-		kind     string
-		vips     []netip.Addr
-		vrid     uint8
-		eligible bool
-		peers    func(Node) bool
-	}{
-		{"api", c.APIVIPs, c.RouterIDs.API, bootstrap || (self != nil && self.ControlPlane),
-			func(n Node) bool { return n.ControlPlane }},
-		{"ingress", c.IngressVIPs, c.RouterIDs.Ingress, self != nil && routers[self.Name],
-			func(n Node) bool { return routers[n.Name] }},
-	}
-	for _, k := range kinds {
-		if !k.eligible || len(k.vips) == 0 {
-			continue
-		}
-		track := TrackFile{Name: c.Cluster + "_" + k.kind, Path: TrackPath(c, k.kind)}
+	for _, a := range assigned {
+		g := a.Group
+		track := TrackFile{Name: spec.Name + "_" + g.Name, Path: TrackPath(m, g.Name), Hold: a.Spread && !a.Home}
 		d.TrackFiles = append(d.TrackFiles, track)
-		for _, vip := range sortedAddrs(k.vips) {
+		for _, vip := range g.VIPs {
 			in := Instance{
-				Name:     fmt.Sprintf("%s_%s_%s", c.Cluster, k.kind, family(vip)),
-				VRID:     k.vrid,
+				Name:     InstanceName(spec.Name, g.Name, vip),
+				VRID:     g.RouterID,
 				Priority: Priority,
 				VIPs:     []string{netip.PrefixFrom(vip, vip.BitLen()).String()},
 				Track:    track.Name,
 			}
-			if c.VRRPVersion == 2 {
-				in.AuthPass = authPass(c.Cluster, k.kind)
+			if a.Spread {
+				in.Priority, in.Nopreempt = SpreadPriority(a.Rank), true
 			}
-			if c.Unicast {
-				src, ok := firstOfFamily(selfIPs, vip.Is6())
-				if !ok {
-					return Plan{}, fmt.Errorf("%s: node %q has no %s address for unicast", in.Name, c.NodeName, family(vip))
-				}
-				in.SrcIP = src.String()
-				var peers []netip.Addr
-				for _, n := range nodes {
-					if n.Name == c.NodeName || !k.peers(n) {
-						continue
-					}
-					if a, ok := firstOfFamily(n.Addresses, vip.Is6()); ok && a != src {
-						peers = append(peers, a)
-					}
-				}
-				if len(peers) == 0 {
-					return Plan{}, fmt.Errorf("%s: %w", in.Name, ErrNoPeers)
-				}
-				for _, p := range sortedAddrs(peers) {
-					in.Peers = append(in.Peers, p.String())
+			if spec.VRRP.Version == 2 {
+				in.AuthPass = authPass(spec.Name, g.Name)
+			}
+			if spec.VRRP.Unicast {
+				if in.SrcIP, in.Peers, err = unicast(in.Name, spec.Node, selfIPs, a.Peers, vip.Is6()); err != nil {
+					return Plan{}, err
 				}
 			}
 			d.Instances = append(d.Instances, in)
@@ -165,79 +160,57 @@ func Desired(s Snapshot, c Config) (Plan, error) {
 	return d, nil
 }
 
-func (c Config) check() error {
-	switch {
-	case CheckClusterName(c.Cluster) != nil:
-		return CheckClusterName(c.Cluster)
-	case c.Interface == "" || strings.ContainsAny(c.Interface, " \t\n\"{}"):
-		return fmt.Errorf("invalid interface name %q", c.Interface)
-	case len(c.APIVIPs) == 0:
-		return fmt.Errorf("no api vip")
-	case c.RouterIDs.API == 0 || (len(c.IngressVIPs) > 0 && c.RouterIDs.Ingress == 0):
-		return fmt.Errorf("router ids not set")
-	case c.RouterIDs.API == c.RouterIDs.Ingress && len(c.IngressVIPs) > 0:
-		return fmt.Errorf("api and ingress router ids are both %d", c.RouterIDs.API)
-	case c.LBPort == 0 || c.HealthPort == 0 || c.LBPort == c.HealthPort:
-		return fmt.Errorf("lb port %d and health port %d must be set and differ", c.LBPort, c.HealthPort)
-	case !filepath.IsAbs(c.TrackDir) || strings.ContainsAny(c.TrackDir, "\"\n"):
-		return fmt.Errorf("track directory %q must be an absolute path", c.TrackDir)
-	}
-	for _, vips := range [][]netip.Addr{c.APIVIPs, c.IngressVIPs} {
-		if len(vips) > 2 || (len(vips) == 2 && vips[0].Unmap().Is4() == vips[1].Unmap().Is4()) {
-			return fmt.Errorf("vips %v: at most one address per family", vips)
-		}
-	}
-	return CheckTiming(c.VRRPVersion, c.AdvertInterval)
+// InstanceName is the keepalived vrrp_instance of a group's VIP:
+// CLUSTER_GROUP_v4 or CLUSTER_GROUP_v6. vrrp-scan and the guard name
+// instances the same way.
+func InstanceName(clusterName, group string, vip netip.Addr) string {
+	return fmt.Sprintf("%s_%s_%s", clusterName, group, cluster.Family(vip))
 }
 
-// CheckClusterName accepts names that can name keepalived instances,
-// haproxy sections and files as they are: letters, digits, '-' and '_', at
-// most 63 characters.
-func CheckClusterName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("cluster name is empty")
-	case len(name) > 63 || strings.ContainsFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}):
-		return fmt.Errorf("cluster name %q: at most 63 letters, digits, '-' and '_'", name)
-	}
-	return nil
+// TrackPath is the track file of a VIP group, the one the keepalived
+// template names and lbconfig's health checks write.
+func TrackPath(m *cluster.Model, group string) string {
+	return filepath.Join(m.Spec().TrackDir, m.Name()+"-"+group+".health")
 }
 
-// CheckTiming checks a VRRP version and advert interval pair the way
-// keepalived will: v3 intervals are centiseconds (12 bits on the wire), v2
-// intervals whole seconds (keepalived rounds 0.1 up to 1 s with a warning).
-func CheckTiming(version int, interval time.Duration) error {
-	switch version {
-	case 3:
-		// keepalived stores v3 intervals in centiseconds, 12 bits on the wire.
-		if interval < 10*time.Millisecond || interval > 40950*time.Millisecond || interval%(10*time.Millisecond) != 0 {
-			return fmt.Errorf("advert interval %s: vrrp version 3 needs a multiple of 10ms in [10ms, 40.95s]", interval)
+func unicast(instance, node string, selfIPs []netip.Addr, peers []cluster.Node, v6 bool) (string, []string, error) {
+	src, ok := firstOfFamily(selfIPs, v6)
+	if !ok {
+		fam := "v4"
+		if v6 {
+			fam = "v6"
 		}
-	case 2:
-		if interval < time.Second || interval > 255*time.Second || interval%time.Second != 0 {
-			return fmt.Errorf("advert interval %s: vrrp version 2 needs whole seconds in [1s, 255s]", interval)
-		}
-	default:
-		return fmt.Errorf("vrrp version %d: must be 2 or 3", version)
+		return "", nil, fmt.Errorf("%s: node %q has no %s address for unicast", instance, node, fam)
 	}
-	return nil
+	var addrs []netip.Addr
+	for _, n := range peers {
+		if a, ok := firstOfFamily(n.Addresses, v6); ok && a != src {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return "", nil, fmt.Errorf("%s: %w", instance, ErrNoPeers)
+	}
+	var out []string
+	for _, p := range cluster.SortedAddrs(addrs) {
+		out = append(out, p.String())
+	}
+	return src.String(), out, nil
 }
 
 // backends are the ready apiservers, or the static ones while there are
 // none (bootstrap), named after their node where one has the address.
-func backends(s Snapshot, c Config, nodes []Node) ([]Backend, error) {
+func backends(s cluster.Snapshot, spec cluster.Spec, nodes []cluster.Node) ([]Backend, error) {
 	eps := s.APIServers
 	if len(eps) == 0 {
-		eps = c.StaticBackends
+		eps = spec.StaticBackends
 	}
 	if len(eps) == 0 {
 		return nil, ErrNoBackends
 	}
 	eps = slices.Clone(eps)
 	for i, e := range eps {
-		eps[i] = netip.AddrPortFrom(e.Addr().Unmap(), cmp.Or(e.Port(), c.APIPort))
+		eps[i] = netip.AddrPortFrom(e.Addr().Unmap(), cmp.Or(e.Port(), spec.APIPort))
 	}
 	slices.SortFunc(eps, func(a, b netip.AddrPort) int { return a.Compare(b) })
 	eps = slices.Compact(eps)
@@ -261,40 +234,24 @@ func backends(s Snapshot, c Config, nodes []Node) ([]Backend, error) {
 	return out, nil
 }
 
-// authPass is OpenShift's "<cluster>_<kind>_vip", cut to the 8 characters
+// authPass is OpenShift's "<cluster>_<group>_vip", cut to the 8 characters
 // keepalived keeps (it truncates longer ones with a warning, which -t
 // reports as an error).
-func authPass(cluster, kind string) string {
-	p := cluster + "_" + kind + "_vip"
+func authPass(clusterName, group string) string {
+	p := clusterName + "_" + group + "_vip"
 	if len(p) > 8 {
 		p = p[:8]
 	}
 	return p
 }
 
-func family(a netip.Addr) string {
-	if a.Unmap().Is4() {
-		return "v4"
-	}
-	return "v6"
-}
-
 func firstOfFamily(as []netip.Addr, v6 bool) (netip.Addr, bool) {
-	for _, a := range sortedAddrs(as) {
+	for _, a := range cluster.SortedAddrs(as) {
 		if a.Is6() == v6 {
 			return a, true
 		}
 	}
 	return netip.Addr{}, false
-}
-
-func sortedAddrs(as []netip.Addr) []netip.Addr {
-	out := make([]netip.Addr, len(as))
-	for i, a := range as {
-		out[i] = a.Unmap()
-	}
-	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
-	return slices.Compact(out)
 }
 
 // VRRPInstances are the plan's instances as the VRRP guard compares them
@@ -324,5 +281,24 @@ func (p Plan) Peers() []netip.Addr {
 			}
 		}
 	}
-	return sortedAddrs(out)
+	return cluster.SortedAddrs(out)
+}
+
+// Instances are the VRRP instances of groups, as a node eligible for all of
+// them runs them, one per family even where a group has no VIP of that
+// family: what `infradns vrrp-scan` checks the link against.
+func Instances(clusterName string, groups []cluster.Group) []vrrp.Instance {
+	var out []vrrp.Instance
+	for _, g := range groups {
+		for _, fam := range []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
+			in := vrrp.Instance{Name: InstanceName(clusterName, g.Name, fam), VRID: g.RouterID, V6: fam.Is6()}
+			for _, a := range g.VIPs {
+				if a.Is6() == fam.Is6() {
+					in.VIPs = append(in.VIPs, a)
+				}
+			}
+			out = append(out, in)
+		}
+	}
+	return out
 }

@@ -6,44 +6,42 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/infradns/infradns/internal/cluster"
 )
 
+// TestDesiredRefuses: snapshots that must not replace the last good files.
+// What the configuration itself may not say is refused earlier, by
+// cluster.New (internal/cluster's TestNewRefuses).
 func TestDesiredRefuses(t *testing.T) {
 	tests := []struct {
 		name string
 		s    func(*Snapshot)
-		c    func(*Config)
+		c    func(*cluster.Spec)
 		want error  // errors.Is target, or nil to match text
 		text string // substring of the error
 	}{
 		{name: "api lost: no nodes", s: func(s *Snapshot) { *s = Snapshot{} }, want: ErrNoNodes},
 		{name: "no apiserver endpoints", s: func(s *Snapshot) { s.APIServers = nil }, want: ErrNoBackends},
-		{name: "unicast, peers not listed", s: func(s *Snapshot) { s.Nodes = s.Nodes[:1] }, c: func(c *Config) { c.Unicast = true }, want: ErrNoPeers},
-		{name: "unicast, no v6 address of our own", c: func(c *Config) {
-			c.Unicast = true
+		{name: "unicast, peers not listed", s: func(s *Snapshot) { s.Nodes = s.Nodes[:1] }, c: func(c *cluster.Spec) { c.VRRP.Unicast = true }, want: ErrNoPeers},
+		{name: "unicast, no v6 address of our own", c: func(c *cluster.Spec) {
+			c.VRRP.Unicast = true
 			c.APIVIPs = ips("2001:db8::5")
 			c.IngressVIPs = nil
 		}, text: "no v6 address"},
-		{name: "v3 with 15 ms (keepalived stores centiseconds)", c: func(c *Config) { c.AdvertInterval = 15 * time.Millisecond }, text: "multiple of 10ms"},
-		{name: "v2 sub-second", c: func(c *Config) { c.VRRPVersion = 2 }, text: "whole seconds"},
-		{name: "version 4", c: func(c *Config) { c.VRRPVersion = 4 }, text: "must be 2 or 3"},
-		{name: "two v4 api vips", c: func(c *Config) { c.APIVIPs = ips("192.0.2.5", "192.0.2.6") }, text: "one address per family"},
-		{name: "cluster name with a space", c: func(c *Config) { c.Cluster = "a b" }, text: "letters, digits"},
-		{name: "no interface", c: func(c *Config) { c.Interface = "" }, text: "interface"},
-		{name: "equal ids", c: func(c *Config) { c.RouterIDs.Ingress = c.RouterIDs.API }, text: "both"},
-		{name: "relative track dir", c: func(c *Config) { c.TrackDir = "run" }, text: "absolute"},
+		{name: "interface not resolved yet", c: func(c *cluster.Spec) { c.Interface = "auto" }, text: "interface"},
+		{name: "node name not known yet", c: func(c *cluster.Spec) { c.Node = "" }, text: "node name"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, c := cluster(3, false), config(false)
+			s, c := snap(3, false), spec(false)
 			if tc.s != nil {
 				tc.s(&s)
 			}
 			if tc.c != nil {
 				tc.c(&c)
 			}
-			_, err := Desired(s, c)
+			_, err := Desired(s, mustModel(c))
 			if err == nil {
 				t.Fatal("Expected an error")
 			}
@@ -65,7 +63,7 @@ func TestDesiredEligibility(t *testing.T) {
 		}
 		return out
 	}
-	s := cluster(3, false)
+	s := snap(3, false)
 	s.Nodes = append(s.Nodes, Node{Name: "worker-0", Addresses: ips("198.51.100.21")}, Node{Name: "worker-1", Addresses: ips("198.51.100.22")})
 	s.IngressNodes = []string{"master-2", "worker-0"}
 	tests := []struct {
@@ -80,9 +78,9 @@ func TestDesiredEligibility(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.node, func(t *testing.T) {
-			c := config(false)
-			c.NodeName = tc.node
-			p, err := Desired(s, c)
+			c := spec(false)
+			c.Node = tc.node
+			p, err := Desired(s, mustModel(c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,10 +92,10 @@ func TestDesiredEligibility(t *testing.T) {
 
 	// Unicast: the ingress peers are the other router nodes only, never a
 	// node serving another shard or no router at all.
-	c := config(false)
-	c.NodeName = "worker-0"
-	c.Unicast = true
-	p, err := Desired(s, c)
+	c := spec(false)
+	c.Node = "worker-0"
+	c.VRRP.Unicast = true
+	p, err := Desired(s, mustModel(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +105,7 @@ func TestDesiredEligibility(t *testing.T) {
 }
 
 func TestDesiredBackends(t *testing.T) {
-	s := cluster(2, true)
+	s := snap(2, true)
 	s.APIServers = append(s.APIServers, ap("198.51.100.11:6443"), ap("[::ffff:198.51.100.99]:6443"))
 	p, err := Desired(s, config(true))
 	if err != nil {
@@ -125,9 +123,9 @@ func TestDesiredBackends(t *testing.T) {
 	}
 
 	// Endpoints win over static backends once the API lists them.
-	c := config(false)
+	c := spec(false)
 	c.StaticBackends = []netip.AddrPort{ap("198.51.100.10:6443")}
-	p, err = Desired(cluster(1, false), c)
+	p, err = Desired(snap(1, false), mustModel(c))
 	if err != nil {
 		t.Fatal(err)
 	}

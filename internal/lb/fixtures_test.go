@@ -5,7 +5,12 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/infradns/infradns/internal/vrrp"
+	"github.com/infradns/infradns/internal/cluster"
+)
+
+type (
+	Snapshot = cluster.Snapshot
+	Node     = cluster.Node
 )
 
 func ip(s string) netip.Addr     { return netip.MustParseAddr(s) }
@@ -18,9 +23,9 @@ func ips(s ...string) []netip.Addr {
 	return out
 }
 
-// cluster returns n control-plane nodes (dual-stack addresses when v6),
+// snap returns n control-plane nodes (dual-stack addresses when v6),
 // their ready apiservers, and routers on the first two.
-func cluster(n int, v6 bool) Snapshot {
+func snap(n int, v6 bool) Snapshot {
 	var s Snapshot
 	for i := 0; i < n; i++ {
 		node := Node{Name: fmt.Sprintf("master-%d", i), ControlPlane: true,
@@ -39,51 +44,69 @@ func cluster(n int, v6 bool) Snapshot {
 	return s
 }
 
-func config(v6 bool) Config {
-	c := NewConfig()
-	c.Cluster = "ocp4"
-	c.NodeName = "master-0"
-	c.Interface = "eth0"
-	ids, _ := vrrp.ClusterIDs(c.Cluster)
-	c.RouterIDs = ids
-	c.APIVIPs = ips("192.0.2.5")
-	c.IngressVIPs = ips("192.0.2.10")
+// spec is cluster ocp4 on master-0, eth0, one API and one ingress VIP per
+// family asked for.
+func spec(v6 bool) cluster.Spec {
+	s := cluster.Spec{Name: "ocp4", Node: "master-0", Interface: "eth0",
+		APIVIPs: ips("192.0.2.5"), IngressVIPs: ips("192.0.2.10")}
 	if v6 {
-		c.APIVIPs = append(c.APIVIPs, ip("2001:db8::5"))
-		c.IngressVIPs = append(c.IngressVIPs, ip("2001:db8::10"))
+		s.APIVIPs = append(s.APIVIPs, ip("2001:db8::5"))
+		s.IngressVIPs = append(s.IngressVIPs, ip("2001:db8::10"))
 	}
-	return c
+	return s
 }
+
+func mustModel(s cluster.Spec) *cluster.Model {
+	m, err := cluster.New(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// config is the model of spec(v6).
+func config(v6 bool) *cluster.Model { return mustModel(spec(v6)) }
 
 // goldenCases are the plans the golden files and the real-tool checks cover.
 func goldenCases() []struct {
 	name string
 	s    Snapshot
-	c    Config
+	c    *cluster.Model
 } {
-	unicast := config(false)
-	unicast.Unicast = true
-	v2 := config(false)
-	v2.VRRPVersion = 2
-	v2.AdvertInterval = time.Second
-	boot := config(false)
-	boot.NodeName = "bootstrap"
+	unicast := spec(false)
+	unicast.VRRP.Unicast = true
+	v2 := spec(false)
+	v2.VRRP.Version = 2
+	v2.VRRP.AdvertInterval = time.Second
+	boot := spec(false)
+	boot.Node = "bootstrap"
 	boot.StaticBackends = []netip.AddrPort{ap("198.51.100.10:6443"), netip.AddrPortFrom(ip("198.51.100.11"), 0)}
-	worker := config(false)
-	worker.NodeName = "worker-0"
-	ws := cluster(3, false)
+	worker := spec(false)
+	worker.Node = "worker-0"
+	ws := snap(3, false)
 	ws.Nodes = append(ws.Nodes, Node{Name: "worker-0", Addresses: ips("198.51.100.21")})
 	ws.IngressNodes = []string{"worker-0"}
+	// Three ingress VIPs per family over three routers (master-1, master-2,
+	// worker-0), seen from master-2: home of the second, first backup of
+	// the third, and in unicast mode to show the peers of each.
+	three := spec(true)
+	three.Node = "master-2"
+	three.IngressVIPs = ips("192.0.2.10", "192.0.2.11", "192.0.2.12", "2001:db8::10", "2001:db8::11", "2001:db8::12")
+	three.VRRP.Unicast = true
+	ts := snap(3, true)
+	ts.Nodes = append(ts.Nodes, Node{Name: "worker-0", Addresses: ips("198.51.100.21", "2001:db8:1::21")})
+	ts.IngressNodes = []string{"master-1", "master-2", "worker-0"}
 	return []struct {
 		name string
 		s    Snapshot
-		c    Config
+		c    *cluster.Model
 	}{
-		{"three-nodes", cluster(3, false), config(false)},
-		{"dual-stack", cluster(3, true), config(true)},
-		{"unicast", cluster(3, false), unicast},
-		{"bootstrap", Snapshot{}, boot},
-		{"vrrp-v2", cluster(3, false), v2},
-		{"worker-router", ws, worker},
+		{"three-nodes", snap(3, false), config(false)},
+		{"dual-stack", snap(3, true), config(true)},
+		{"unicast", snap(3, false), mustModel(unicast)},
+		{"bootstrap", Snapshot{}, mustModel(boot)},
+		{"vrrp-v2", snap(3, false), mustModel(v2)},
+		{"worker-router", ws, mustModel(worker)},
+		{"three-ingress-vips", ts, mustModel(three)},
 	}
 }

@@ -18,7 +18,7 @@ import (
 func TestHAProxyRunsRendered(t *testing.T) {
 	tools := labTools(t)
 	ns := tools.Wrap[len(tools.Wrap)-1]
-	p, err := Desired(cluster(3, false), config(false))
+	p, err := Desired(snap(3, false), config(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,50 +2,37 @@ package lb
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/infradns/infradns/internal/atomicfile"
 )
 
-// TrackPath is the track file of a VIP kind ("api", "ingress"), the one the
-// keepalived template names.
-func TrackPath(c Config, kind string) string {
-	return filepath.Join(c.TrackDir, c.Cluster+"-"+kind+".health")
-}
+// DefaultProbeInterval is how often a health check runs.
+const DefaultProbeInterval = 500 * time.Millisecond
 
-// Default health targets: haproxy's monitor-uri for the API VIP (it fails
-// once no apiserver is up, so a node whose load balancer works keeps the
-// VIP even while its own apiserver restarts), and the router's readiness
-// on its stats port for the ingress VIP, as OpenShift's scripts check.
-const (
-	DefaultIngressHealthURL = "http://127.0.0.1:1936/healthz/ready"
-	DefaultProbeInterval    = 500 * time.Millisecond
-)
-
-// APIHealthURL is haproxy's monitor-uri on this node.
-func APIHealthURL(c Config) string {
-	return fmt.Sprintf("http://127.0.0.1:%d/haproxy_ready", c.HealthPort)
-}
-
-// Prober keeps a keepalived track file in step with an HTTP health check:
+// Prober keeps keepalived track files in step with an HTTP health check:
 // "0" after Rise successes in a row, "1" after Fall failures in a row, so
-// one lost probe does not move a VIP. Until the first verdict the file is
-// left alone (keepalived creates it as 1: unhealthy).
+// one lost probe does not move a VIP. Until the first verdict the files are
+// left alone (keepalived creates them as 1: unhealthy).
 type Prober struct {
-	URL      string
-	Path     string
+	URL string
+	// Paths are the track files of the groups this check gates.
+	Paths    []string
 	Interval time.Duration
 	Rise     int
 	Fall     int
+	// Open, when set, may hold a healthy file at 1 a while longer (a group
+	// waiting for the node it prefers; see ClaimGate), given the time the
+	// check last became healthy. known false leaves a healthy file alone.
+	Open func(path string, healthySince, now time.Time) (open, known bool)
 	// Client makes the requests; nil means one with a timeout of Interval.
 	Client *http.Client
 	// Changed, when set, is called with each new verdict.
 	Changed func(healthy bool)
-	// WriteFailed, when set, is called when writing the track file starts
+	// WriteFailed, when set, is called when writing a track file starts
 	// failing (once, not at every probe).
 	WriteFailed func(error)
 }
@@ -66,6 +53,7 @@ func (p *Prober) Run(ctx context.Context) error {
 	defer t.Stop()
 	var ok, bad int
 	var verdict *bool
+	var healthySince time.Time
 	failing := false
 	for {
 		if p.probe(ctx, client) {
@@ -83,13 +71,33 @@ func (p *Prober) Run(ctx context.Context) error {
 			want = &v
 		}
 		if want != nil {
-			content := "1\n"
-			if *want {
-				content = "0\n"
+			now := time.Now()
+			switch {
+			case !*want:
+				healthySince = time.Time{}
+			case healthySince.IsZero():
+				healthySince = now
 			}
 			// Written every time it is due, not only on a change, so a file
 			// someone removed or edited comes back.
-			_, err := atomicfile.WriteIfChanged(p.Path, []byte(content), 0o644)
+			var errs []error
+			for _, path := range p.Paths {
+				open, known := true, true
+				if p.Open != nil {
+					open, known = p.Open(path, healthySince, now)
+				}
+				if *want && !known {
+					continue
+				}
+				content := "1\n"
+				if *want && open {
+					content = "0\n"
+				}
+				if _, err := atomicfile.WriteIfChanged(path, []byte(content), 0o644); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			err := errors.Join(errs...)
 			switch {
 			case err != nil:
 				if !failing && p.WriteFailed != nil {

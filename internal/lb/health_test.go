@@ -31,9 +31,10 @@ func TestProberWithKeepalived(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	c := config(false)
-	c.IngressVIPs = nil
-	c.TrackDir = dir
+	cs := spec(false)
+	cs.IngressVIPs = nil
+	cs.TrackDir = dir
+	c := mustModel(cs)
 	p, err := Desired(Snapshot{Nodes: []Node{{Name: "master-0", ControlPlane: true, Addresses: ips("198.51.100.11")}},
 		APIServers: []netip.AddrPort{ap("198.51.100.11:6443")}}, c)
 	if err != nil {
@@ -83,7 +84,7 @@ func TestProberWithKeepalived(t *testing.T) {
 		return string(b), strings.Contains(string(b), "192.0.2.5/32")
 	}
 	verdicts := make(chan bool, 10)
-	pr := &Prober{URL: srv.URL, Path: TrackPath(c, "api"), Interval: 50 * time.Millisecond, Rise: 2, Fall: 2,
+	pr := &Prober{URL: srv.URL, Paths: []string{TrackPath(c, "api")}, Interval: 50 * time.Millisecond, Rise: 2, Fall: 2,
 		Changed: func(h bool) { verdicts <- h }}
 	go func() { _ = pr.Run(ctx) }()
 

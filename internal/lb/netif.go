@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/vrrp"
 )
 
@@ -33,7 +34,7 @@ func InterfaceFor(vip netip.Addr) (string, []netip.Addr, error) {
 			own = append(own, p.Addr())
 		}
 		if len(own) > 0 {
-			return ifi.Name, sortedAddrs(own), nil
+			return ifi.Name, cluster.SortedAddrs(own), nil
 		}
 	}
 	return "", nil, fmt.Errorf("no interface has a subnet holding %s", vip)

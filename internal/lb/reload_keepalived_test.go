@@ -23,17 +23,17 @@ func TestKeepalivedReload(t *testing.T) {
 	netnstest.Run(t, "-n", ns, "link", "set", "eth0", "up")
 	netnstest.Run(t, "-n", ns, "addr", "add", "198.51.100.11/24", "dev", "eth0")
 	dir := t.TempDir()
-	c := config(false)
+	c := spec(false)
 	c.IngressVIPs = nil
 	c.TrackDir = dir
-	writeTestFile(t, TrackPath(c, "api"), "0\n") // healthy
+	writeTestFile(t, TrackPath(mustModel(c), "api"), "0\n") // healthy
 	s := Snapshot{Nodes: []Node{{Name: "master-0", ControlPlane: true, Addresses: ips("198.51.100.11")}},
 		APIServers: []netip.AddrPort{ap("198.51.100.11:6443")}}
 	conf := filepath.Join(dir, "keepalived.conf")
 	install := func(vip string) {
 		t.Helper()
 		c.APIVIPs = ips(vip)
-		p, err := Desired(s, c)
+		p, err := Desired(s, mustModel(c))
 		if err != nil {
 			t.Fatal(err)
 		}

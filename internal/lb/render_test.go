@@ -78,7 +78,7 @@ func TestUserTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Desired(cluster(3, false), config(false))
+	p, err := Desired(snap(3, false), config(false))
 	if err != nil {
 		t.Fatal(err)
 	}

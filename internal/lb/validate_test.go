@@ -54,7 +54,7 @@ func TestValidateGoldenWithRealTools(t *testing.T) {
 func TestValidateRejectsBroken(t *testing.T) {
 	tools := labTools(t)
 	ctx := context.Background()
-	p, err := Desired(cluster(3, false), config(false))
+	p, err := Desired(snap(3, false), config(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,15 @@ package nodecfg
 
 import (
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/infradns/infradns/internal/atomicfile"
-	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/cluster"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -22,11 +23,19 @@ func exampleFile(t *testing.T) File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := Parse(b)
+	f, err := Parse("cluster.example.yaml", b)
 	if err != nil {
 		t.Fatalf("deploy/cluster.example.yaml: %v", err)
 	}
 	return f
+}
+
+func ips(s ...string) []netip.Addr {
+	out := make([]netip.Addr, len(s))
+	for i, x := range s {
+		out[i] = netip.MustParseAddr(x)
+	}
+	return out
 }
 
 func renderList(t *testing.T, f File) []Output {
@@ -72,14 +81,9 @@ func TestRenderRoles(t *testing.T) {
 			[]string{"kubeconfig", "\n        node "}},
 	} {
 		t.Run(tc.role, func(t *testing.T) {
+			// One file for every role: only the role and node differ.
 			f := exampleFile(t)
 			f.Role, f.Node = tc.role, tc.node
-			if tc.role == Worker {
-				f.APIServers = nil
-			}
-			if tc.role == Bootstrap {
-				f.Kubeconfig = ""
-			}
 			got := render(t, f)
 			var pods []string
 			for p, o := range got {
@@ -151,62 +155,6 @@ func golden(t *testing.T, dir string, got map[string]Output) {
 	}
 }
 
-func TestValuesErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(*File)
-		want string
-	}{
-		{"no role", func(f *File) { f.Role = "" }, "role: missing"},
-		{"bad role", func(f *File) { f.Role = "master" }, `role: "master"`},
-		{"bad cluster", func(f *File) { f.Cluster = "ocp 4" }, "cluster:"},
-		{"bad domain", func(f *File) { f.Domain = "localhost" }, "domain:"},
-		{"no api vip", func(f *File) { f.APIVIPs = nil }, "apiVIPs: one or two"},
-		{"two v4 vips", func(f *File) { f.APIVIPs = []string{"192.0.2.5", "192.0.2.6"} }, "apiVIPs: two addresses of one family"},
-		{"loopback vip", func(f *File) { f.IngressVIPs = []string{"127.0.0.1"} }, "ingressVIPs: 127.0.0.1 cannot"},
-		{"bad vip", func(f *File) { f.IngressVIPs = []string{"192.0.2"} }, "ingressVIPs:"},
-		{"bad interface", func(f *File) { f.Interface = "eth 0" }, "interface:"},
-		{"no image", func(f *File) { f.Image = "" }, "image:"},
-		{"worker without kubeconfig", func(f *File) { f.Role, f.Kubeconfig, f.APIServers = Worker, "", nil }, "kubeconfig: missing"},
-		{"relative kubeconfig", func(f *File) { f.Kubeconfig = "kubeconfig" }, "kubeconfig:"},
-		{"kubeconfig beside the config", func(f *File) { f.Kubeconfig = "/etc/kubeconfig" }, "kubeconfig:"},
-		{"bootstrap without servers", func(f *File) { f.Role, f.APIServers = Bootstrap, nil }, "apiServers: a bootstrap"},
-		{"worker with servers", func(f *File) { f.Role = Worker }, "apiServers: a worker"},
-		{"bad server", func(f *File) { f.APIServers = []string{"master-0:6443"} }, "apiServers:"},
-		{"stub upstream", func(f *File) { f.Upstreams = []string{"127.0.0.53"} }, "upstreams: 127.0.0.53 would loop"},
-		{"vip upstream", func(f *File) { f.Upstreams = []string{"192.0.2.5"} }, "upstreams: 192.0.2.5 would loop"},
-		{"key elsewhere", func(f *File) { f.MDNSKey = "/root/mdns.key" }, "mdnsKey:"},
-		{"v2 sub-second", func(f *File) { f.VRRPVersion = 2 }, "vrrpVersion/advertInterval"},
-		{"bad interval", func(f *File) { f.AdvertInterval = "fast" }, "advertInterval:"},
-		{"same ports", func(f *File) { f.LBPort, f.HealthPort = 9000, 9000 }, "both 9000"},
-		{"port of coredns", func(f *File) { f.LBPort = 9153 }, "taken"},
-		{"bad listen", func(f *File) { f.Listen = []string{"not an iface"} }, "listen:"},
-		{"bad ingress service", func(f *File) { f.IngressService = "router" }, "ingressService:"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := exampleFile(t)
-			f.Role = ControlPlane
-			tc.edit(&f)
-			_, err := f.Values()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
-func TestParseRejectsUnknownKeys(t *testing.T) {
-	for _, in := range []string{
-		"cluster: a\napiVIP: [192.0.2.1]\n",          // misspelt key
-		"cluster: a\ncluster: b\n",                   // duplicate
-		"cluster: a\nrouterIDs: {api: 1, ingres: 2}", // nested
-	} {
-		if _, err := Parse([]byte(in)); err == nil {
-			t.Errorf("Parse(%q) accepted it", in)
-		}
-	}
-}
-
 // TestDecodePod: each broken variant of a rendered manifest is refused, so
 // the checks that guard the real ones can fail.
 func TestDecodePod(t *testing.T) {
@@ -246,7 +194,6 @@ func TestDecodePod(t *testing.T) {
 func TestCoreDNSProbesMatchCorefile(t *testing.T) {
 	f := exampleFile(t)
 	f.Role = Worker
-	f.APIServers = nil
 	got := render(t, f)
 	pod, err := DecodePod(got[ManifestDir+"/infradns-coredns.yaml"].Data)
 	if err != nil {
@@ -268,24 +215,6 @@ func TestCoreDNSProbesMatchCorefile(t *testing.T) {
 	}
 }
 
-func TestWriteTree(t *testing.T) {
-	f := exampleFile(t)
-	f.Role = ControlPlane
-	outs := renderList(t, f)
-	root := t.TempDir()
-	changed, err := WriteTree(root, outs, atomicfile.WriteIfChanged)
-	if err != nil || len(changed) != len(outs) {
-		t.Fatalf("first write: %v, %d of %d written", err, len(changed), len(outs))
-	}
-	fi, err := os.Stat(filepath.Join(root, DispatcherPath))
-	if err != nil || fi.Mode().Perm() != 0o755 {
-		t.Fatalf("dispatcher script: %v %v", fi, err)
-	}
-	if changed, err = WriteTree(root, outs, atomicfile.WriteIfChanged); err != nil || len(changed) != 0 {
-		t.Fatalf("second write of the same files: %v, rewrote %v", err, changed)
-	}
-}
-
 // TestRenderOptions: each optional key of the cluster file reaches the
 // file that uses it, and the result still validates.
 func TestRenderOptions(t *testing.T) {
@@ -302,12 +231,23 @@ func TestRenderOptions(t *testing.T) {
 			[]string{"- --key=/etc/infradns/mdns.key", "{name: config, mountPath: /etc/infradns, readOnly: true}"}},
 		{"vips never announced", func(*File) {}, publisher, []string{"- --exclude-address=192.0.2.5", "- --exclude-address=2001:db8::10"}},
 		{"unicast and timing", func(f *File) {
-			f.Unicast, f.VRRPVersion, f.AdvertInterval = true, 2, "1s"
+			f.Unicast, f.VRRPVersion, f.AdvertInterval = true, 2, time.Second
 		}, Corefile, []string{"        unicast\n", "        vrrp-version 2\n", "        advert-interval 1s\n"}},
 		{"router ids and lease", func(f *File) {
-			f.RouterIDs = &lb.RouterIDOverride{API: 50, Ingress: 51}
+			f.RouterIDs = cluster.RouterIDs{API: 50, Ingress: []uint8{51}}
+			f.lines["routerIDs"] = 1
 			f.StatusLease = "kube-system"
 		}, Corefile, []string{"        router-ids 50 51\n", "        status-lease kube-system\n"}},
+		{"three ingress vips per family", func(f *File) {
+			f.IngressVIPs = ips("192.0.2.10", "192.0.2.11", "192.0.2.12", "2001:db8::10", "2001:db8::11", "2001:db8::12")
+			f.RouterIDs = cluster.RouterIDs{Ingress: []uint8{0, 0, 99}}
+			f.lines["routerIDs"] = 1
+		}, Corefile, []string{"        ingress-vip 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12\n",
+			"    appswildcard 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12 {\n",
+			"    loadbalance\n", "        router-ids 0 0 0 99\n"}},
+		{"three ingress vips never announced", func(f *File) {
+			f.IngressVIPs = ips("192.0.2.10", "192.0.2.11", "192.0.2.12")
+		}, publisher, []string{"- --exclude-address=192.0.2.11", "- --exclude-address=192.0.2.12"}},
 		{"namespace", func(f *File) { f.Namespace = "openshift-kni-infra" }, ManifestDir + "/infradns-keepalived.yaml", []string{"  namespace: openshift-kni-infra\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ package vrrp
 
 import (
 	"errors"
-	"fmt"
 )
 
 // RouterIDs are the VRRP virtual router IDs of one cluster. The same ID is used
@@ -47,20 +46,4 @@ func ClusterIDs(cluster string) (RouterIDs, error) {
 		ids.Ingress++
 	}
 	return ids, nil
-}
-
-// Override replaces the computed IDs by explicit ones where they are non-zero,
-// for a site whose LAN already uses the computed values. It refuses equal IDs:
-// two instances of one family with one VRID would fight each other.
-func (r RouterIDs) Override(api, ingress uint8) (RouterIDs, error) {
-	if api != 0 {
-		r.API = api
-	}
-	if ingress != 0 {
-		r.Ingress = ingress
-	}
-	if r.API == r.Ingress {
-		return RouterIDs{}, fmt.Errorf("api and ingress router ids are both %d", r.API)
-	}
-	return r, nil
 }

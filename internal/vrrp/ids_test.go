@@ -70,18 +70,3 @@ func TestClusterIDsNeverEqual(t *testing.T) {
 		}
 	}
 }
-
-func TestOverride(t *testing.T) {
-	ids := RouterIDs{API: 14, Ingress: 20}
-	got, err := ids.Override(0, 51)
-	if err != nil || got != (RouterIDs{API: 14, Ingress: 51}) {
-		t.Errorf("Override(0, 51) = %+v, %v", got, err)
-	}
-	got, err = ids.Override(77, 0)
-	if err != nil || got != (RouterIDs{API: 77, Ingress: 20}) {
-		t.Errorf("Override(77, 0) = %+v, %v", got, err)
-	}
-	if _, err := ids.Override(20, 0); err == nil {
-		t.Error("Expected an error when api and ingress ids are equal")
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/infradns/infradns/internal/directive"
+	"github.com/infradns/infradns/internal/dnsname"
 	"github.com/infradns/infradns/internal/records"
 
 	"github.com/miekg/dns"
@@ -71,7 +72,7 @@ func parse(c *caddy.Controller) (*AppsWildcard, error) {
 				if len(args) != 1 {
 					return nil, c.ArgErr()
 				}
-				if err := directive.CheckLabels(args[0]); err != nil {
+				if err := dnsname.CheckLabels(args[0]); err != nil {
 					return nil, c.Errf("invalid label %q: %v; want one or more host-name labels without '*', e.g. apps", args[0], err)
 				}
 				label = args[0]

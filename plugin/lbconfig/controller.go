@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/vrrp"
@@ -31,7 +32,7 @@ func (l *LBConfig) Start() error {
 	if l.cancel != nil {
 		return nil
 	}
-	ctl, err := l.build()
+	ctl, gate, err := l.build()
 	if err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func (l *LBConfig) Start() error {
 	// its configuration ("Track file directory ... does not exist -
 	// removing"), and the VIP then ignores health: the directory must exist
 	// before the first keepalived.conf does. /run is empty after a boot.
-	if err := os.MkdirAll(l.cfg.TrackDir, 0o755); err != nil {
+	if err := os.MkdirAll(l.model.Spec().TrackDir, 0o755); err != nil {
 		return fmt.Errorf("track-dir: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -47,7 +48,7 @@ func (l *LBConfig) Start() error {
 	l.done = make(chan struct{})
 	go func() {
 		defer close(l.done)
-		l.run(ctx, ctl)
+		l.run(ctx, ctl, gate)
 	}()
 	return nil
 }
@@ -64,31 +65,33 @@ func (l *LBConfig) Stop() {
 	l.cancel = nil
 }
 
-func (l *LBConfig) build() (*lb.Controller, error) {
-	cfg := l.cfg
-	if cfg.NodeName == "" {
+// build makes the controller for this node, and the claim gate its plans
+// feed and its health checks ask.
+func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
+	spec := l.model.Spec()
+	node, iface, ips := spec.Node, spec.Interface, spec.NodeIPs
+	if node == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return nil, fmt.Errorf("node name: %w", err)
+			return nil, nil, fmt.Errorf("node name: %w", err)
 		}
-		cfg.NodeName = strings.ToLower(h)
+		node = strings.ToLower(h)
 	}
-	if cfg.Interface == "" || cfg.Interface == "auto" {
-		name, ips, err := lb.InterfaceFor(cfg.APIVIPs[0])
+	if iface == "" || iface == "auto" {
+		name, found, err := lb.InterfaceFor(spec.APIVIPs[0])
 		if err != nil {
-			return nil, fmt.Errorf("interface auto: %w", err)
+			return nil, nil, fmt.Errorf("interface auto: %w", err)
 		}
-		cfg.Interface = name
-		if cfg.NodeIPs == nil && cfg.Unicast {
-			cfg.NodeIPs = ips
+		iface = name
+		if ips == nil && spec.VRRP.Unicast {
+			ips = found
 		}
 	}
-	ids, err := vrrp.ClusterIDs(cfg.Cluster)
+	// What the host said is held to the Corefile's rules: a host name that
+	// is no Node name must not reach keepalived's router_id.
+	m, err := l.model.WithNode(node, iface, ips)
 	if err != nil {
-		return nil, err
-	}
-	if cfg.RouterIDs, err = ids.Override(cfg.RouterIDs.API, cfg.RouterIDs.Ingress); err != nil {
-		return nil, fmt.Errorf("router-ids: %w", err)
+		return nil, nil, err
 	}
 
 	var texts [2]string
@@ -101,7 +104,7 @@ func (l *LBConfig) build() (*lb.Controller, error) {
 		if o.template != "" {
 			b, err := os.ReadFile(o.template)
 			if err != nil {
-				return nil, fmt.Errorf("%s template: %w", k, err)
+				return nil, nil, fmt.Errorf("%s template: %w", k, err)
 			}
 			texts[i] = string(b)
 		}
@@ -111,28 +114,30 @@ func (l *LBConfig) build() (*lb.Controller, error) {
 		}
 		if len(l.tools.Wrap) == 0 {
 			if _, err := exec.LookPath(cmp.Or(tool, string(k))); err != nil {
-				return nil, fmt.Errorf("%s is needed to validate %s: %w", k, o.path, err)
+				return nil, nil, fmt.Errorf("%s is needed to validate %s: %w", k, o.path, err)
 			}
 		}
 		outs = append(outs, lb.Output{Kind: k, Path: o.path, Reloader: reloader(k, l.reload[k])})
 	}
 	tpl, err := lb.ParseTemplates(texts[0], texts[1])
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
-	if !l.haveAPI() && len(cfg.StaticBackends) == 0 {
-		return nil, errors.New("no kubeconfig, no in-cluster config and no static backends: nothing to render from")
+	if !l.haveAPI() && len(spec.StaticBackends) == 0 {
+		return nil, nil, errors.New("no kubeconfig, no in-cluster config and no static backends: nothing to render from")
 	}
 
+	gate := lb.NewClaimGate(m, lb.ClaimDelay)
 	ctl := &lb.Controller{
-		Config:    cfg,
+		Model:     m,
 		Templates: tpl,
 		Validator: l.tools,
 		Outputs:   outs,
 		Log:       log,
 		Hooks: lb.Hooks{
 			Refused:  func(error) { refusedCount.Inc() },
+			Planned:  func(p lb.Plan) { gate.Update(p, time.Now()) },
 			Rendered: func() { rendersCount.Inc() },
 			Invalid:  func(k lb.Kind, _ error) { validationFailures.WithLabelValues(string(k)).Inc() },
 			Written:  func(k lb.Kind) { writesCount.WithLabelValues(string(k)).Inc() },
@@ -145,13 +150,13 @@ func (l *LBConfig) build() (*lb.Controller, error) {
 			},
 		},
 	}
-	return ctl, nil
+	return ctl, gate, nil
 }
 
 // run owns the output files for its lifetime. During a CoreDNS reload the new
 // instance starts before the old one stops; the per-path lock makes the new
 // one wait, so two controllers never write and reload the same files at once.
-func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller) {
+func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGate) {
 	var paths []string
 	for _, o := range ctl.Outputs {
 		paths = append(paths, o.Path)
@@ -163,17 +168,17 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller) {
 	defer release()
 
 	if _, ok := l.outputs[lb.Keepalived]; ok {
-		defer l.startProbers(ctx, ctl.Config)()
+		defer l.startProbers(ctx, ctl.Model, gate)()
 		if l.guardWindow > 0 {
-			gd := newGuard(ctl.Config.Interface, l.guardWindow)
+			gd := newGuard(ctl.Model.Interface(), l.guardWindow)
 			defer gd.run(ctx)()
 			ctl.Gate = gd.gate
 		}
 		if r := l.reload[lb.Keepalived]; r.method == "pidfile" {
-			defer l.startVIPChecker(ctx, ctl.Config, r.path)()
+			defer l.startVIPChecker(ctx, ctl.Model, r.path)()
 		}
 	}
-	status := &vipStatus{cfg: ctl.Config, namespace: l.statusNS}
+	status := &vipStatus{model: ctl.Model, namespace: l.statusNS}
 	statusDone := make(chan struct{})
 	go func() {
 		defer close(statusDone)
@@ -182,7 +187,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller) {
 	defer func() { <-statusDone }()
 
 	if !l.haveAPI() {
-		retryLoop(ctx, func() (bool, error) { return false, ctl.Apply(ctx, lb.Snapshot{}) })
+		retryLoop(ctx, func() (bool, error) { return false, ctl.Apply(ctx, cluster.Snapshot{}) })
 		<-ctx.Done()
 		return
 	}
@@ -192,11 +197,11 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller) {
 	// handler takes, after the watcher has marked itself synced.
 	var applyMu sync.Mutex
 	o := kube.NewOptions()
-	o.IngressNamespace, o.IngressService = l.ingressNS, l.ingressName
+	o.IngressNamespace, o.IngressService = ctl.Model.IngressService()
 	var w atomic.Pointer[kube.Watcher]
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	if len(ctl.Config.StaticBackends) > 0 {
+	if len(ctl.Model.Spec().StaticBackends) > 0 {
 		// Bootstrap: render from the static backends until the API answers.
 		wg.Add(1)
 		go func() {
@@ -207,7 +212,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller) {
 				if ww := w.Load(); ww != nil && ww.HasSynced() {
 					return true, nil
 				}
-				return false, ctl.Apply(ctx, lb.Snapshot{})
+				return false, ctl.Apply(ctx, cluster.Snapshot{})
 			})
 		}()
 	}
@@ -219,7 +224,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller) {
 	watcher := kube.New(client, o)
 	w.Store(watcher)
 	l.watcher.Store(watcher)
-	err = watcher.Run(ctx, func(ctx context.Context, s lb.Snapshot) error {
+	err = watcher.Run(ctx, func(ctx context.Context, s cluster.Snapshot) error {
 		applyMu.Lock()
 		defer applyMu.Unlock()
 		return ctl.Apply(ctx, s)
@@ -248,30 +253,30 @@ func retryLoop(ctx context.Context, f func() (done bool, err error)) {
 	}
 }
 
-// startProbers keeps the track files of the configured VIPs in step with
-// their health checks; they stop with ctx, and the returned func waits for them.
-func (l *LBConfig) startProbers(ctx context.Context, cfg lb.Config) (wait func()) {
+// startProbers keeps the track files of the VIP groups in step with their
+// health checks, one prober per check (api, ingress) writing the files of
+// every group it gates; they stop with ctx, and the returned func waits for
+// them.
+func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.ClaimGate) (wait func()) {
 	var wg sync.WaitGroup
-	for kind, vips := range map[string][]netip.Addr{"api": cfg.APIVIPs, "ingress": cfg.IngressVIPs} {
-		url := l.health[kind]
-		if kind == "api" && url == "" {
-			url = lb.APIHealthURL(cfg)
+	for _, check := range []string{cluster.CheckAPI, cluster.CheckIngress} {
+		url := m.HealthURL(check)
+		var paths []string
+		for _, g := range m.Groups() {
+			if g.Check == check && len(g.VIPs) > 0 {
+				paths = append(paths, lb.TrackPath(m, g.Name))
+			}
 		}
-		if len(vips) == 0 || url == "none" {
+		if len(paths) == 0 || url == cluster.HealthNone {
 			continue
 		}
-		path := lb.TrackPath(cfg, kind)
-		p := &lb.Prober{URL: url, Path: path, Interval: lb.DefaultProbeInterval, Rise: 2, Fall: 2,
+		p := &lb.Prober{URL: url, Paths: paths, Interval: lb.DefaultProbeInterval, Rise: 2, Fall: 2, Open: gate.Open,
 			Changed: func(ok bool) {
-				log.Infof("%s health %s: %s", kind, map[bool]string{true: "ok", false: "failing"}[ok], path)
+				log.Infof("%s health %s: %s", check, map[bool]string{true: "ok", false: "failing"}[ok], strings.Join(paths, " "))
 			},
-			WriteFailed: func(err error) { log.Warningf("%s health: %v", kind, err) },
+			WriteFailed: func(err error) { log.Warningf("%s health: %v", check, err) },
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = p.Run(ctx)
-		}()
+		wg.Go(func() { _ = p.Run(ctx) })
 	}
 	return wg.Wait
 }
@@ -279,20 +284,21 @@ func (l *LBConfig) startProbers(ctx context.Context, cfg lb.Config) (wait func()
 // startVIPChecker removes VIPs a dead keepalived left on the interface
 // (only when keepalived's pid file tells whether it runs); the returned func
 // waits for it to stop.
-func (l *LBConfig) startVIPChecker(ctx context.Context, cfg lb.Config, pidfile string) (wait func()) {
+func (l *LBConfig) startVIPChecker(ctx context.Context, m *cluster.Model, pidfile string) (wait func()) {
+	iface := m.Interface()
 	v := &vrrp.VIPChecker{
-		Interface: cfg.Interface,
-		VIPs:      slices.Concat(cfg.APIVIPs, cfg.IngressVIPs),
+		Interface: iface,
+		VIPs:      m.VIPs(),
 		Alive:     vrrp.PidAlive(pidfile, "keepalived"),
 		Interval:  time.Second,
 		Confirm:   3,
 		Removed: func(p netip.Prefix, err error) {
 			if err != nil {
-				log.Errorf("keepalived is not running (%s) but %s is on %s and cannot be removed: %v", pidfile, p, cfg.Interface, err)
+				log.Errorf("keepalived is not running (%s) but %s is on %s and cannot be removed: %v", pidfile, p, iface, err)
 				return
 			}
 			staleVIPsRemoved.Inc()
-			log.Warningf("keepalived is not running (%s): removed %s it left on %s", pidfile, p, cfg.Interface)
+			log.Warningf("keepalived is not running (%s): removed %s it left on %s", pidfile, p, iface)
 		},
 	}
 	done := make(chan struct{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/lb"
 
@@ -21,15 +22,12 @@ import (
 type LBConfig struct {
 	Next plugin.Handler
 
-	cfg         lb.Config
-	kubeconfig  string
-	ingressNS   string
-	ingressName string
-	outputs     map[lb.Kind]output
-	reload      map[lb.Kind]reloadSpec
-	// health maps a VIP kind ("api", "ingress") to the URL whose answer
-	// feeds its track file; "none" leaves the file to someone else.
-	health map[string]string
+	// model is the checked cluster model the options built; the node name
+	// and interface are filled in at Start.
+	model      *cluster.Model
+	kubeconfig string
+	outputs    map[lb.Kind]output
+	reload     map[lb.Kind]reloadSpec
 	// guardWindow is how long to listen for other VRRP routers before the
 	// first keepalived write; 0 turns the guard off.
 	guardWindow time.Duration
@@ -70,11 +68,7 @@ const (
 // New returns an LBConfig with the defaults.
 func New() *LBConfig {
 	return &LBConfig{
-		cfg:         lb.NewConfig(),
-		ingressNS:   kube.DefaultIngressNamespace,
-		ingressName: kube.DefaultIngressService,
 		outputs:     map[lb.Kind]output{},
-		health:      map[string]string{"ingress": lb.DefaultIngressHealthURL},
 		guardWindow: DefaultGuardWindow,
 		reload: map[lb.Kind]reloadSpec{
 			lb.Keepalived: {method: "pidfile", path: DefaultKeepalivedPidfile},

@@ -57,20 +57,24 @@ func labTools(t testing.TB) lb.Tools {
 func newPlugin(t testing.TB, extra string) (*LBConfig, string) {
 	t.Helper()
 	dir := t.TempDir()
+	track := "track-dir " + dir
+	if strings.Contains(extra, "track-dir") {
+		track = ""
+	}
 	input := fmt.Sprintf(`lbconfig {
 		cluster ocp4
 		node master-0
 		api-vip 192.0.2.5
 		ingress-vip 192.0.2.10
 		interface eth0
-		track-dir %[1]s
+		%[3]s
 		keepalived %[1]s/keepalived.conf
 		haproxy %[1]s/haproxy.cfg
 		reload keepalived sh -c "echo k >> %[1]s/reloads"
 		reload haproxy sh -c "echo h >> %[1]s/reloads"
 		vrrp-guard off
 		%[2]s
-	}`, dir, extra)
+	}`, dir, extra, track)
 	l, err := parse(caddy.NewTestController("dns", input))
 	if err != nil {
 		t.Fatal(err)

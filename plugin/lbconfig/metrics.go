@@ -54,8 +54,8 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "vip_held",
-		Help:      "Whether this node holds the VIP (1) or not (0), by vip and kind (api, ingress).",
-	}, []string{"vip", "kind"})
+		Help:      "Whether this node holds the VIP (1) or not (0), by vip and group (api, ingress, ingress-2, ...).",
+	}, []string{"vip", "group"})
 	lastSuccess = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

@@ -1,6 +1,8 @@
 package lbconfig
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/records"
 
@@ -45,44 +48,134 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
+// optionOf is the Corefile option of each cluster model key: an error
+// about a key points at the option's line, in the option's words.
+var optionOf = map[string]string{
+	cluster.KeyCluster:        "cluster",
+	cluster.KeyAPIVIPs:        "api-vip",
+	cluster.KeyIngressVIPs:    "ingress-vip",
+	cluster.KeyRouterIDs:      "router-ids",
+	cluster.KeyAPIPort:        "api-port",
+	cluster.KeyLBPort:         "lb-port",
+	cluster.KeyHealthPort:     "health-port",
+	cluster.KeyAPIServers:     "backends",
+	cluster.KeyVRRPVersion:    "vrrp-version",
+	cluster.KeyAdvertInterval: "advert-interval",
+	cluster.KeyUnicast:        "unicast",
+	cluster.KeyTrackDir:       "track-dir",
+	cluster.KeyIngressService: "ingress-service",
+	cluster.KeyHealth:         "health-check",
+	cluster.KeyNode:           "node",
+	cluster.KeyInterface:      "interface",
+	cluster.KeyNodeIPs:        "node-ip",
+}
+
+// usedIn is the instance storage key that remembers the server block
+// lbconfig was set up in: one per Corefile, since two would write and
+// reload the same keepalived and haproxy.
+type usedIn struct{}
+
+type blockPos struct {
+	index int
+	file  string
+	line  int
+}
+
+// parsing is one lbconfig block being read: the Spec it fills and the line
+// of each option, for errors found after the block.
+type parsing struct {
+	c     *caddy.Controller
+	l     *LBConfig
+	spec  cluster.Spec
+	lines map[string]int // option (with its kind for reload and health-check) → line
+	line  int            // the directive's own line
+}
+
 func parse(c *caddy.Controller) (*LBConfig, error) {
-	l := New()
+	p := &parsing{c: c, l: New(), lines: map[string]int{}}
 	uses := 0
 	for c.Next() {
 		if uses++; uses > 1 {
-			return nil, c.Err(plugin.ErrOnce.Error())
+			return nil, c.Errf("%s: used more than once in this server block (first on line %d)", pluginName, p.line)
 		}
+		p.line = c.Line()
+		if prev, ok := c.Get(usedIn{}).(blockPos); ok && prev.index != c.ServerBlockIndex {
+			return nil, c.Errf("%s: already used in another server block (%s:%d); one lbconfig per Corefile, as the files it writes are per node", pluginName, prev.file, prev.line)
+		}
+		c.Set(usedIn{}, blockPos{index: c.ServerBlockIndex, file: c.File(), line: c.Line()})
 		if len(c.RemainingArgs()) != 0 {
 			return nil, c.ArgErr()
 		}
 		for c.NextBlock() {
-			if err := parseOption(c, l); err != nil {
+			if err := p.option(); err != nil {
 				return nil, err
 			}
 		}
 	}
+	return p.finish()
+}
+
+// finish runs the checks that span options, then the cluster model's.
+func (p *parsing) finish() (*LBConfig, error) {
+	l, s := p.l, p.spec
 	switch {
-	case l.cfg.Cluster == "":
-		return nil, c.Err("the 'cluster NAME' option is required")
-	case len(l.cfg.APIVIPs) == 0:
-		return nil, c.Err("the 'api-vip ADDRESS...' option is required")
+	case s.Name == "":
+		return nil, p.errAt(p.line, "the 'cluster NAME' option is required")
+	case len(s.APIVIPs) == 0:
+		return nil, p.errAt(p.line, "the 'api-vip ADDRESS...' option is required")
 	case l.outputs[lb.Keepalived].path == "" && l.outputs[lb.HAProxyCfg].path == "":
-		return nil, c.Err("at least one of 'keepalived OUTPUT' and 'haproxy OUTPUT' is required")
-	case l.cfg.LBPort == l.cfg.HealthPort:
-		return nil, c.Errf("lb-port and health-port are both %d", l.cfg.LBPort)
+		return nil, p.errAt(p.line, "at least one of 'keepalived OUTPUT' and 'haproxy OUTPUT' is required")
 	}
-	if err := lb.CheckTiming(l.cfg.VRRPVersion, l.cfg.AdvertInterval); err != nil {
-		return nil, c.Err(err.Error())
+	ka, ha := l.outputs[lb.Keepalived], l.outputs[lb.HAProxyCfg]
+	if ka.path != "" && ka.path == ha.path {
+		return nil, p.errAt(p.lines["haproxy"], "keepalived and haproxy both write %s", ka.path)
 	}
-	if l.cfg.RouterIDs.API != 0 && l.cfg.RouterIDs.API == l.cfg.RouterIDs.Ingress {
-		return nil, c.Errf("router-ids: api and ingress are both %d", l.cfg.RouterIDs.API)
+	if l.reload[lb.Keepalived].method == "pidfile" && l.reload[lb.Keepalived].path == l.reload[lb.HAProxyCfg].path {
+		return nil, p.errAt(p.lines["reload haproxy"], "keepalived and haproxy are both reloaded through %s", l.reload[lb.Keepalived].path)
 	}
+	m, err := cluster.New(s)
+	if err != nil {
+		var e *cluster.Error
+		if !errors.As(err, &e) {
+			return nil, p.errAt(p.line, "%v", err)
+		}
+		opts := make([]string, len(e.Keys))
+		for i, k := range e.Keys {
+			opts[i] = optionOf[k]
+		}
+		// Point at the option given last of those at fault: the one that
+		// broke a rule the others had kept.
+		line := 0
+		for _, o := range opts {
+			line = max(line, p.lines[o])
+		}
+		if line == 0 { // defaults broke the rule: point at the block
+			line = p.line
+		}
+		return nil, p.errAt(line, "%s: %s", strings.Join(opts, ", "), e.Msg)
+	}
+	l.model = m
 	return l, nil
 }
 
-func parseOption(c *caddy.Controller, l *LBConfig) error {
+// errAt is caddy's error format (FILE:LINE - Error during parsing: ...)
+// for a line other than the current token's.
+func (p *parsing) errAt(line int, format string, a ...any) error {
+	return fmt.Errorf("%s:%d - Error during parsing: %s", p.c.File(), line, fmt.Sprintf(format, a...))
+}
+
+func (p *parsing) option() error {
+	c, l := p.c, p.l
 	opt := c.Val()
 	args := c.RemainingArgs()
+	key := opt
+	if (opt == "reload" || opt == "health-check") && len(args) > 0 {
+		key = opt + " " + args[0] // one of each kind
+	}
+	if prev, ok := p.lines[key]; ok {
+		return c.Errf("%s: used more than once (first on line %d)", key, prev)
+	}
+	p.lines[key] = c.Line()
 	one := func() (string, error) {
 		if len(args) != 1 {
 			return "", c.ArgErr()
@@ -92,70 +185,70 @@ func parseOption(c *caddy.Controller, l *LBConfig) error {
 	switch opt {
 	case "kubeconfig":
 		v, err := one()
-		l.kubeconfig = v
-		return err
-	case "cluster":
-		v, err := one()
 		if err != nil {
 			return err
 		}
-		if err := lb.CheckClusterName(v); err != nil {
-			return c.Errf("invalid cluster name: %v", err)
+		if err := cluster.CheckPath(v); err != nil {
+			return c.Errf("kubeconfig: %v", err)
 		}
-		l.cfg.Cluster = v
+		l.kubeconfig = v
+	case "cluster":
+		v, err := one()
+		p.spec.Name = v
+		return err
 	case "node":
 		v, err := one()
-		l.cfg.NodeName = v
+		p.spec.Node = v
 		return err
 	case "api-vip", "ingress-vip":
-		vips, err := parseVIPs(c, args)
+		vips, err := parseAddrs(c, args)
 		if err != nil {
 			return err
 		}
 		if opt == "api-vip" {
-			l.cfg.APIVIPs = vips
+			p.spec.APIVIPs = vips
 		} else {
-			l.cfg.IngressVIPs = vips
+			p.spec.IngressVIPs = vips
 		}
 	case "interface":
 		v, err := one()
-		if err != nil {
-			return err
-		}
-		if v != "auto" && (len(v) > 15 || strings.ContainsAny(v, " /\"{}")) {
-			return c.Errf("invalid interface name %q", v)
-		}
-		l.cfg.Interface = v
+		p.spec.Interface = v
+		return err
 	case "node-ip":
 		if len(args) == 1 && args[0] == "auto" {
-			l.cfg.NodeIPs = nil
+			p.spec.NodeIPs = nil
 			return nil
 		}
 		ips, err := parseAddrs(c, args)
 		if err != nil {
 			return err
 		}
-		l.cfg.NodeIPs = ips
+		p.spec.NodeIPs = ips
 	case "api-port", "lb-port", "health-port":
 		v, err := one()
 		if err != nil {
 			return err
 		}
-		p, err := strconv.ParseUint(v, 10, 16)
-		if err != nil || p == 0 {
+		n, err := strconv.ParseUint(v, 10, 16)
+		if err != nil || n == 0 {
 			return c.Errf("%s must be a port in [1, 65535]: %q", opt, v)
 		}
 		switch opt {
 		case "api-port":
-			l.cfg.APIPort = uint16(p)
+			p.spec.APIPort = uint16(n)
 		case "lb-port":
-			l.cfg.LBPort = uint16(p)
+			p.spec.LBPort = uint16(n)
 		default:
-			l.cfg.HealthPort = uint16(p)
+			p.spec.HealthPort = uint16(n)
 		}
 	case "keepalived", "haproxy":
 		if len(args) < 1 || len(args) > 2 {
 			return c.ArgErr()
+		}
+		for _, a := range args {
+			if err := cluster.CheckPath(a); err != nil {
+				return c.Errf("%s: %v", opt, err)
+			}
 		}
 		o := output{path: args[0]}
 		if len(args) == 2 {
@@ -172,13 +265,16 @@ func parseOption(c *caddy.Controller, l *LBConfig) error {
 		}
 		l.reload[kindOf(args[0])] = r
 	case "health-check":
-		if len(args) != 2 || (args[0] != "api" && args[0] != "ingress") {
+		if len(args) != 2 || (args[0] != cluster.CheckAPI && args[0] != cluster.CheckIngress) {
 			return c.Errf("health-check needs api|ingress and URL|none")
 		}
-		if args[1] != "none" && !strings.HasPrefix(args[1], "http://") && !strings.HasPrefix(args[1], "https://") {
-			return c.Errf("health-check %s: %q is not an http(s) URL", args[0], args[1])
+		if err := cluster.CheckHealthURL(args[1]); err != nil {
+			return c.Errf("health-check %s: %v", args[0], err)
 		}
-		l.health[args[0]] = args[1]
+		if p.spec.Health == nil {
+			p.spec.Health = map[string]string{}
+		}
+		p.spec.Health[args[0]] = args[1]
 	case "vrrp-guard":
 		v, err := one()
 		if err != nil {
@@ -206,17 +302,11 @@ func parseOption(c *caddy.Controller, l *LBConfig) error {
 		if len(args) != 0 {
 			return c.ArgErr()
 		}
-		l.cfg.Unicast = true
+		p.spec.VRRP.Unicast = true
 	case "ingress-service":
 		v, err := one()
-		if err != nil {
-			return err
-		}
-		ns, name, ok := strings.Cut(v, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return c.Errf("ingress-service must be NAMESPACE/NAME: %q", v)
-		}
-		l.ingressNS, l.ingressName = ns, name
+		p.spec.IngressService = v
+		return err
 	case "backends":
 		if len(args) == 0 {
 			return c.ArgErr()
@@ -233,17 +323,15 @@ func parseOption(c *caddy.Controller, l *LBConfig) error {
 			}
 			bs = append(bs, ap)
 		}
-		l.cfg.StaticBackends = bs
+		p.spec.StaticBackends = bs
 	case "vrrp-version":
 		v, err := one()
 		if err != nil {
 			return err
 		}
 		switch v {
-		case "2":
-			l.cfg.VRRPVersion = 2
-		case "3":
-			l.cfg.VRRPVersion = 3
+		case "2", "3":
+			p.spec.VRRP.Version = int(v[0] - '0')
 		default:
 			return c.Errf("vrrp-version must be 2 or 3: %q", v)
 		}
@@ -256,50 +344,35 @@ func parseOption(c *caddy.Controller, l *LBConfig) error {
 		if err != nil {
 			return c.Errf("invalid advert-interval %q: %v", v, err)
 		}
-		l.cfg.AdvertInterval = d
+		p.spec.VRRP.AdvertInterval = d
 	case "router-ids":
-		if len(args) != 2 {
+		if len(args) < 2 {
 			return c.ArgErr()
 		}
 		for i, a := range args {
 			n, err := strconv.ParseUint(a, 10, 8)
-			if err != nil || n > 255 {
+			if err != nil {
 				return c.Errf("router-ids must be in [0, 255] (0: computed from the cluster name): %q", a)
 			}
 			if i == 0 {
-				l.cfg.RouterIDs.API = uint8(n)
+				p.spec.RouterIDs.API = uint8(n)
 			} else {
-				l.cfg.RouterIDs.Ingress = uint8(n)
+				p.spec.RouterIDs.Ingress = append(p.spec.RouterIDs.Ingress, uint8(n))
 			}
 		}
 	case "track-dir":
 		v, err := one()
-		if err != nil {
-			return err
-		}
-		if !strings.HasPrefix(v, "/") {
-			return c.Errf("track-dir must be an absolute path: %q", v)
-		}
-		l.cfg.TrackDir = v
+		p.spec.TrackDir = v
+		return err
 	default:
 		return c.Errf("unknown property '%s'", opt)
 	}
 	return nil
 }
 
-func parseVIPs(c *caddy.Controller, args []string) ([]netip.Addr, error) {
-	vips, err := parseAddrs(c, args)
-	if err != nil {
-		return nil, err
-	}
-	if len(vips) > 2 || (len(vips) == 2 && vips[0].Is4() == vips[1].Is4()) {
-		return nil, c.Errf("%s takes one address per family: %v", c.Val(), args)
-	}
-	return vips, nil
-}
-
 // parseAddrs shares the address rules of the DNS plugins (records.ParseSet:
-// unicast, no zone, no duplicates).
+// unicast, no zone, no duplicates); what may be a VIP is the cluster
+// model's to say.
 func parseAddrs(c *caddy.Controller, args []string) ([]netip.Addr, error) {
 	if len(args) == 0 {
 		return nil, c.ArgErr()
@@ -319,8 +392,11 @@ func parseAddrs(c *caddy.Controller, args []string) ([]netip.Addr, error) {
 func parseReload(c *caddy.Controller, what string, args []string) (reloadSpec, error) {
 	switch args[0] {
 	case "pidfile", "socket":
-		if len(args) != 2 || !strings.HasPrefix(args[1], "/") {
+		if len(args) != 2 {
 			return reloadSpec{}, c.Errf("reload %s %s needs one absolute PATH", what, args[0])
+		}
+		if err := cluster.CheckPath(args[1]); err != nil {
+			return reloadSpec{}, c.Errf("reload %s %s needs one absolute PATH: %v", what, args[0], err)
 		}
 		if args[0] == "socket" && what != "haproxy" {
 			return reloadSpec{}, c.Errf("reload %s socket: only haproxy has a master socket", what)

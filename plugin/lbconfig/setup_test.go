@@ -1,6 +1,7 @@
 package lbconfig
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/coredns/caddy"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
 )
 
@@ -23,12 +25,13 @@ func TestParse(t *testing.T) {
 			api-vip 192.0.2.5
 			keepalived /etc/keepalived/keepalived.conf
 		}`, check: func(t *testing.T, l *LBConfig) {
-			if l.cfg.Cluster != "ocp4" || l.cfg.APIVIPs[0] != netip.MustParseAddr("192.0.2.5") {
-				t.Errorf("Config = %+v", l.cfg)
+			s := l.model.Spec()
+			if s.Name != "ocp4" || s.APIVIPs[0] != netip.MustParseAddr("192.0.2.5") {
+				t.Errorf("Spec = %+v", s)
 			}
-			if l.cfg.LBPort != lb.DefaultLBPort || l.cfg.APIPort != lb.DefaultAPIPort || l.cfg.VRRPVersion != 3 ||
-				l.cfg.AdvertInterval != 100*time.Millisecond || l.ingressNS != "openshift-ingress" || l.ingressName != "router-internal-default" {
-				t.Errorf("Defaults not set: %+v", l.cfg)
+			if s.LBPort != cluster.DefaultLBPort || s.APIPort != cluster.DefaultAPIPort || s.VRRP.Version != 3 ||
+				s.VRRP.AdvertInterval != 100*time.Millisecond || s.IngressService != "openshift-ingress/router-internal-default" {
+				t.Errorf("Defaults not set: %+v", s)
 			}
 			if r := l.reload[lb.Keepalived]; r.method != "pidfile" || r.path != DefaultKeepalivedPidfile {
 				t.Errorf("Default keepalived reload = %+v", r)
@@ -61,8 +64,9 @@ func TestParse(t *testing.T) {
 			vrrp-guard 5s
 			status-lease openshift-kni-infra
 		}`, check: func(t *testing.T, l *LBConfig) {
-			if len(l.cfg.APIVIPs) != 2 || len(l.cfg.IngressVIPs) != 2 || len(l.cfg.NodeIPs) != 2 || !l.cfg.Unicast {
-				t.Errorf("Config = %+v", l.cfg)
+			s := l.model.Spec()
+			if len(s.APIVIPs) != 2 || len(s.IngressVIPs) != 2 || len(s.NodeIPs) != 2 || !s.VRRP.Unicast {
+				t.Errorf("Spec = %+v", s)
 			}
 			if l.outputs[lb.Keepalived].template != "/etc/infradns/keepalived.tmpl" || l.outputs[lb.HAProxyCfg].path != "/etc/haproxy/haproxy.cfg" {
 				t.Errorf("Outputs = %+v", l.outputs)
@@ -73,8 +77,8 @@ func TestParse(t *testing.T) {
 			if r := l.reload[lb.HAProxyCfg]; r.method != "pidfile" || r.path != "/run/haproxy.pid" {
 				t.Errorf("haproxy reload = %+v", r)
 			}
-			if l.ingressName != "router-internal-apps" || len(l.cfg.StaticBackends) != 3 || l.cfg.StaticBackends[0].Port() != 0 {
-				t.Errorf("Ingress %s, backends %v", l.ingressName, l.cfg.StaticBackends)
+			if _, name := l.model.IngressService(); name != "router-internal-apps" || len(s.StaticBackends) != 3 || s.StaticBackends[0].Port() != 6443 {
+				t.Errorf("Ingress %s, backends %v", name, s.StaticBackends)
 			}
 			if l.statusNS != "openshift-kni-infra" {
 				t.Errorf("Status namespace = %q", l.statusNS)
@@ -82,57 +86,111 @@ func TestParse(t *testing.T) {
 			if l.guardWindow != 5*time.Second {
 				t.Errorf("Guard window = %v", l.guardWindow)
 			}
-			if l.health["api"] != "https://127.0.0.1:6443/readyz" || l.health["ingress"] != "none" {
-				t.Errorf("Health = %v", l.health)
+			if l.model.HealthURL("api") != "https://127.0.0.1:6443/readyz" || l.model.HealthURL("ingress") != "none" {
+				t.Errorf("Health = %v", s.Health)
 			}
-			if l.cfg.AdvertInterval != 50*time.Millisecond || l.cfg.RouterIDs.API != 14 || l.cfg.RouterIDs.Ingress != 0 {
-				t.Errorf("Timing/ids = %v %+v", l.cfg.AdvertInterval, l.cfg.RouterIDs)
+			if g := l.model.Groups(); s.VRRP.AdvertInterval != 50*time.Millisecond || g[0].RouterID != 14 || g[1].RouterID != 61 {
+				t.Errorf("Timing/ids = %v %+v", s.VRRP.AdvertInterval, g)
 			}
 		}},
 		{name: "v2 with whole seconds", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nvrrp-version 2\nadvert-interval 1s\n}"},
-		{name: "no cluster", input: "lbconfig {\napi-vip 192.0.2.5\nhaproxy /x\n}", shouldErr: "'cluster NAME' option is required"},
-		{name: "no vip", input: "lbconfig {\ncluster a\nhaproxy /x\n}", shouldErr: "api-vip"},
-		{name: "no output", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\n}", shouldErr: "at least one of"},
-		{name: "arguments", input: "lbconfig example.org {\ncluster a\n}", shouldErr: "Wrong argument count"},
-		{name: "twice", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\n}\nlbconfig {\n}", shouldErr: "Testfile:6 - Error during parsing: this plugin can only be used once per Server Block"},
-		{name: "unknown", input: "lbconfig {\nvip 192.0.2.5\n}", shouldErr: "unknown property 'vip'"},
-		{name: "bad cluster", input: "lbconfig {\ncluster a.b\n}", shouldErr: "invalid cluster name"},
-		{name: "two v4 vips", input: "lbconfig {\napi-vip 192.0.2.5 192.0.2.6\n}", shouldErr: "one address per family"},
-		{name: "bad vip", input: "lbconfig {\napi-vip 192.0.2.500\n}", shouldErr: "invalid address"},
-		{name: "bad port", input: "lbconfig {\nlb-port 70000\n}", shouldErr: "lb-port must be a port"},
-		{name: "same ports", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nlb-port 9454\n}", shouldErr: "both 9454"},
-		{name: "v2 sub-second", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nvrrp-version 2\n}", shouldErr: "whole seconds"},
-		{name: "v3 odd interval", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nadvert-interval 15ms\n}", shouldErr: "multiple of 10ms"},
-		{name: "vrrp 4", input: "lbconfig {\nvrrp-version 4\n}", shouldErr: "must be 2 or 3"},
-		{name: "bad duration", input: "lbconfig {\nadvert-interval fast\n}", shouldErr: "invalid advert-interval"},
-		{name: "router-ids equal", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nrouter-ids 7 7\n}", shouldErr: "both 7"},
-		{name: "router-ids range", input: "lbconfig {\nrouter-ids 300 1\n}", shouldErr: "[0, 255]"},
-		{name: "reload socket for keepalived", input: "lbconfig {\nreload keepalived socket /run/k.sock\n}", shouldErr: "only haproxy"},
-		{name: "reload relative", input: "lbconfig {\nreload haproxy pidfile run/h.pid\n}", shouldErr: "absolute PATH"},
-		{name: "reload what", input: "lbconfig {\nreload nginx kill\n}", shouldErr: "keepalived|haproxy"},
-		{name: "ingress-service", input: "lbconfig {\ningress-service router\n}", shouldErr: "NAMESPACE/NAME"},
-		{name: "bad backend", input: "lbconfig {\nbackends master-0\n}", shouldErr: "invalid backend"},
-		{name: "health-check kind", input: "lbconfig {\nhealth-check dns none\n}", shouldErr: "api|ingress"},
-		{name: "health-check url", input: "lbconfig {\nhealth-check api 127.0.0.1:9454\n}", shouldErr: "not an http(s) URL"},
-		{name: "vrrp-guard", input: "lbconfig {\nvrrp-guard 2m\n}", shouldErr: "(0, 1m]"},
-		{name: "status-lease", input: "lbconfig {\nstatus-lease kube_system\n}", shouldErr: "namespace name"},
-		{name: "track-dir relative", input: "lbconfig {\ntrack-dir run\n}", shouldErr: "absolute"},
-		{name: "interface too long", input: "lbconfig {\ninterface abcdefghijklmnop\n}", shouldErr: "invalid interface"},
+		{name: "three ingress vips per family", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\ningress-vip 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10\nrouter-ids 0 0 40\n}",
+			check: func(t *testing.T, l *LBConfig) {
+				var got []string
+				for _, g := range l.model.Groups() {
+					got = append(got, fmt.Sprintf("%s:%d:%v", g.Name, g.RouterID, g.VIPs))
+				}
+				want := "[api:167:[192.0.2.5] ingress:38:[192.0.2.10 2001:db8::10] ingress-2:40:[192.0.2.11] ingress-3:60:[192.0.2.12]]"
+				if fmt.Sprint(got) != want {
+					t.Errorf("Groups = %v, want %v", got, want)
+				}
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := parse(caddy.NewTestController("dns", tc.input))
-			if tc.shouldErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.shouldErr) {
-					t.Fatalf("Err = %v, want it to contain %q", err, tc.shouldErr)
-				}
-				return
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.check != nil {
 				tc.check(t, l)
+			}
+		})
+	}
+}
+
+// TestParseRefuses lists every Corefile the plugin refuses, each with its
+// exact error: the file, the line of the option at fault and the reason.
+// Each input is a valid block with one line changed or added at line 5.
+func TestParseRefuses(t *testing.T) {
+	block := func(lines ...string) string {
+		return "lbconfig {\n    cluster ocp4\n    api-vip 192.0.2.5\n    keepalived /etc/keepalived/keepalived.conf\n    " +
+			strings.Join(lines, "\n    ") + "\n}"
+	}
+	const at = "Testfile:5 - Error during parsing: "
+	tests := []struct {
+		name, input, want string
+	}{
+		{"no cluster", "lbconfig {\napi-vip 192.0.2.5\nhaproxy /x\n}", "Testfile:1 - Error during parsing: the 'cluster NAME' option is required"},
+		{"no vip", "lbconfig {\ncluster a\nhaproxy /x\n}", "Testfile:1 - Error during parsing: the 'api-vip ADDRESS...' option is required"},
+		{"no output", "lbconfig {\ncluster a\napi-vip 192.0.2.5\n}", "Testfile:1 - Error during parsing: at least one of 'keepalived OUTPUT' and 'haproxy OUTPUT' is required"},
+		{"arguments", "lbconfig example.org {\ncluster a\n}", "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'example.org'"},
+		{"twice in a block", block("haproxy /x\n}\nlbconfig {"), "Testfile:7 - Error during parsing: lbconfig: used more than once in this server block (first on line 1)"},
+		{"unknown", block("vip 192.0.2.5"), at + "unknown property 'vip'"},
+		{"cluster twice", block("cluster b"), at + "cluster: used more than once (first on line 2)"},
+		{"api-vip twice", block("api-vip 192.0.2.6"), at + "api-vip: used more than once (first on line 3)"},
+		{"reload keepalived twice", block("reload keepalived none", "reload keepalived none"), "Testfile:6 - Error during parsing: reload keepalived: used more than once (first on line 5)"},
+		{"health-check api twice", block("health-check api none", "health-check api none"), "Testfile:6 - Error during parsing: health-check api: used more than once (first on line 5)"},
+		{"same output for both", block("haproxy /etc/keepalived/keepalived.conf"), at + "keepalived and haproxy both write /etc/keepalived/keepalived.conf"},
+		{"relative keepalived output", "lbconfig {\ncluster a\napi-vip 192.0.2.5\nkeepalived keepalived.conf\n}", "Testfile:4 - Error during parsing: keepalived: \"keepalived.conf\" must be a clean absolute path of letters, digits and ._/+@-"},
+		{"relative haproxy output", block("haproxy etc/haproxy.cfg"), at + "haproxy: \"etc/haproxy.cfg\" must be a clean absolute path of letters, digits and ._/+@-"},
+		{"relative template", block("haproxy /etc/haproxy.cfg haproxy.tmpl"), at + "haproxy: \"haproxy.tmpl\" must be a clean absolute path of letters, digits and ._/+@-"},
+		{"bad cluster", "lbconfig {\ncluster a.b\napi-vip 192.0.2.5\nhaproxy /x\n}", "Testfile:2 - Error during parsing: cluster: \"a.b\": at most 63 letters, digits, '-' and '_'"},
+		{"two v4 api vips", "lbconfig {\ncluster a\napi-vip 192.0.2.5 192.0.2.6\nhaproxy /x\n}", "Testfile:3 - Error during parsing: api-vip: 192.0.2.6 is a second IPv4 address: at most one per family"},
+		{"api vip is the ingress vip", block("ingress-vip 192.0.2.5"), at + "ingress-vip, api-vip: 192.0.2.5 is an API VIP too: each VIP must be used once"},
+		{"broadcast vip", block("ingress-vip 255.255.255.255"), at + "ingress-vip: 255.255.255.255 cannot be a virtual IP: in 240.0.0.0/4 (reserved, and 255.255.255.255 is the broadcast address)"},
+		{"loopback vip", block("ingress-vip 127.0.0.1"), at + "ingress-vip: 127.0.0.1 cannot be a virtual IP: a loopback address"},
+		{"vip is this node's address", block("node-ip 192.0.2.5"), at + "api-vip, node-ip: 192.0.2.5 is this node's own address: a VIP must be an address no node has"},
+		{"bad vip", block("ingress-vip 192.0.2.500"), at + "invalid address \"192.0.2.500\""},
+		{"multicast vip", block("ingress-vip 224.0.0.18"), at + "invalid address \"224.0.0.18\": not a unicast address"},
+		{"bad port", block("lb-port 70000"), at + "lb-port must be a port in [1, 65535]: \"70000\""},
+		{"same ports", block("lb-port 9454"), at + "lb-port, health-port: both are 9454: haproxy needs two ports"},
+		{"v2 sub-second", block("vrrp-version 2"), at + "vrrp-version, advert-interval: advert interval 100ms: vrrp version 2 needs whole seconds in [1s, 255s]"},
+		{"v3 odd interval", block("advert-interval 15ms"), at + "vrrp-version, advert-interval: advert interval 15ms: vrrp version 3 needs a multiple of 10ms in [10ms, 40.95s]"},
+		{"vrrp 4", block("vrrp-version 4"), at + "vrrp-version must be 2 or 3: \"4\""},
+		{"bad duration", block("advert-interval fast"), at + "invalid advert-interval \"fast\": time: invalid duration \"fast\""},
+		{"router-ids equal", block("router-ids 7 7"), at + "router-ids: api and ingress are both 7"},
+		{"router-ids range", block("router-ids 300 1"), at + "router-ids must be in [0, 255] (0: computed from the cluster name): \"300\""},
+		{"reload socket for keepalived", block("reload keepalived socket /run/k.sock"), at + "reload keepalived socket: only haproxy has a master socket"},
+		{"reload relative", block("reload haproxy pidfile run/h.pid"), at + "reload haproxy pidfile needs one absolute PATH: \"run/h.pid\" must be a clean absolute path of letters, digits and ._/+@-"},
+		{"reload what", block("reload nginx kill"), at + "reload needs keepalived|haproxy and a method: pidfile PATH, socket PATH, none or COMMAND..."},
+		{"same pid file for both", block("reload keepalived pidfile /run/x.pid", "reload haproxy pidfile /run/x.pid"), "Testfile:6 - Error during parsing: keepalived and haproxy are both reloaded through /run/x.pid"},
+		{"ingress-service without a namespace", block("ingress-service router"), at + "ingress-service: \"router\" is not NAMESPACE/NAME (two DNS labels: lower-case letters, digits, inner '-')"},
+		{"ingress-service with a selector", block(`ingress-service "ns/a,b=c"`), at + "ingress-service: \"ns/a,b=c\" is not NAMESPACE/NAME (two DNS labels: lower-case letters, digits, inner '-')"},
+		{"bad backend", block("backends master-0"), at + "invalid backend \"master-0\": want ADDRESS or ADDRESS:PORT"},
+		{"backend 0.0.0.0", block("backends 0.0.0.0"), at + "backends: 0.0.0.0:6443: the unspecified address"},
+		{"backend multicast", block("backends 224.0.0.1:6443"), at + "backends: 224.0.0.1:6443: a multicast address"},
+		{"health-check kind", block("health-check dns none"), at + "health-check needs api|ingress and URL|none"},
+		{"health-check url", block("health-check api 127.0.0.1:9454"), at + "health-check api: \"127.0.0.1:9454\" is not an http(s) URL with a host, or none"},
+		{"health-check without a host", block("health-check api http://"), at + "health-check api: \"http://\" is not an http(s) URL with a host, or none"},
+		{"vrrp-guard", block("vrrp-guard 2m"), at + "vrrp-guard must be a duration in (0, 1m] or off: \"2m\""},
+		{"status-lease", block("status-lease kube_system"), at + "status-lease needs a namespace name: \"kube_system\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
+		{"track-dir relative", block("track-dir run"), at + "track-dir: \"run\" must be a clean absolute path of letters, digits and ._/+@-"},
+		{"track-dir with a quote", block(`track-dir "/run/a\"b"`), at + "track-dir: \"/run/a\\\"b\" must be a clean absolute path of letters, digits and ._/+@-"},
+		{"track-dir with a newline", block("track-dir \"/run/a\nb\""), at + "track-dir: \"/run/a\\nb\" must be a clean absolute path of letters, digits and ._/+@-"},
+		{"interface too long", block("interface abcdefghijklmnop"), at + "interface: \"abcdefghijklmnop\" is not an interface name (at most 15 letters, digits, '_', '.', '@', '-')"},
+		{"interface with a quote", block(`interface "eth\"0"`), at + "interface: \"eth\\\"0\" is not an interface name (at most 15 letters, digits, '_', '.', '@', '-')"},
+		{"node with a brace", block(`node "a b}"`), at + "node: \"a b}\" is not a Node name: lower-case letters, digits, '-' and '.' (RFC 1123)"},
+		{"kubeconfig relative", block("kubeconfig kube/config"), at + "kubeconfig: \"kube/config\" must be a clean absolute path of letters, digits and ._/+@-"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(caddy.NewTestController("dns", tc.input))
+			if err == nil {
+				t.Fatalf("parse accepted:\n%s", tc.input)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("Err =\n  %s\nwant\n  %s", err, tc.want)
 			}
 		})
 	}

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
-	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/vrrp"
 )
 
@@ -23,7 +23,7 @@ const (
 // vipStatus reports which VIPs this node holds: the vip_held metric every
 // second and, with the status-lease option, a Lease per VIP.
 type vipStatus struct {
-	cfg       lb.Config
+	model     *cluster.Model
 	namespace string
 	client    atomic.Pointer[kube.Client]
 }
@@ -34,15 +34,14 @@ type vipInfo struct {
 	lease string
 }
 
+// vips are the model's VIPs with the group each belongs to and the name
+// of its Lease: CLUSTER-GROUP-vip-FAMILY (ocp4-api-vip-v4,
+// ocp4-ingress-2-vip-v6).
 func (v *vipStatus) vips() []vipInfo {
 	var out []vipInfo
-	for kind, as := range map[string][]netip.Addr{"api": v.cfg.APIVIPs, "ingress": v.cfg.IngressVIPs} {
-		for _, a := range as {
-			fam := "v4"
-			if a.Is6() {
-				fam = "v6"
-			}
-			out = append(out, vipInfo{addr: a, kind: kind, lease: fmt.Sprintf("%s-%s-vip-%s", v.cfg.Cluster, kind, fam)})
+	for _, g := range v.model.Groups() {
+		for _, a := range g.VIPs {
+			out = append(out, vipInfo{addr: a, kind: g.Name, lease: fmt.Sprintf("%s-%s-vip-%s", v.model.Name(), g.Name, cluster.Family(a))})
 		}
 	}
 	return out
@@ -59,7 +58,7 @@ func (v *vipStatus) run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		held, err := vrrp.Held(v.cfg.Interface, all)
+		held, err := vrrp.Held(v.model.Interface(), all)
 		if err == nil {
 			now := time.Now()
 			for _, x := range vips {
@@ -79,7 +78,7 @@ func (v *vipStatus) run(ctx context.Context) {
 					continue
 				}
 				h := kube.HolderLease{Client: *c, Namespace: v.namespace, Duration: leaseDuration}
-				if err := h.Renew(ctx, x.lease, v.cfg.NodeName, since[x.addr]); err != nil {
+				if err := h.Renew(ctx, x.lease, v.model.NodeName(), since[x.addr]); err != nil {
 					log.Warningf("vip status: %v", err)
 					continue
 				}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube/kubefake"
-	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/lb/netnstest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,11 +21,13 @@ import (
 func TestVIPStatusLease(t *testing.T) {
 	ns := netnstest.New(t, "st")
 	netnstest.Run(t, "-n", ns, "addr", "add", "192.0.2.5/32", "dev", "eth0")
-	cfg := lb.NewConfig()
-	cfg.Cluster, cfg.NodeName, cfg.Interface = "ocp4", "master-0", "eth0"
-	cfg.APIVIPs = []netip.Addr{netip.MustParseAddr("192.0.2.5")}
-	cfg.IngressVIPs = []netip.Addr{netip.MustParseAddr("192.0.2.10")}
-	st := &vipStatus{cfg: cfg, namespace: "openshift-kni-infra"}
+	m, err := cluster.New(cluster.Spec{Name: "ocp4", Node: "master-0", Interface: "eth0",
+		APIVIPs:     []netip.Addr{netip.MustParseAddr("192.0.2.5")},
+		IngressVIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &vipStatus{model: m, namespace: "openshift-kni-infra"}
 	cs := fake.NewClientset()
 	client := kubefake.FromClientset(cs)
 	st.client.Store(&client)

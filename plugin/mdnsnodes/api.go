@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
-	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/mdns"
 	"github.com/infradns/infradns/internal/records"
 )
@@ -26,7 +26,7 @@ const (
 // would only be NODATA for both families. Two Nodes with the same first
 // label (master-0 and master-0.ocp4.example.com) are one name: the Node whose
 // name sorts first serves it, so the answer does not depend on list order.
-func apiIndex(nodes []lb.Node, reserved []string) map[string]records.Set {
+func apiIndex(nodes []cluster.Node, reserved []string) map[string]records.Set {
 	out := make(map[string]records.Set, len(nodes))
 	owner := make(map[string]string, len(nodes))
 	for _, n := range nodes {
@@ -133,7 +133,7 @@ func (m *MDNSNodes) watchAPI(ctx context.Context) {
 	defer slow.Stop()
 	o := kube.NewOptions()
 	o.NodesOnly = true
-	err := kube.New(client, o).Run(ctx, func(_ context.Context, s lb.Snapshot) error {
+	err := kube.New(client, o).Run(ctx, func(_ context.Context, s cluster.Snapshot) error {
 		api := apiIndex(s.Nodes, m.reserved)
 		m.api.Store(&api)
 		lastAPI.Store(m.kubeconfig, &api)

@@ -15,9 +15,9 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/kube/kubefake"
-	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/mdns"
 	"github.com/infradns/infradns/internal/records"
 
@@ -59,7 +59,7 @@ func TestMerge(t *testing.T) {
 	tests := []struct {
 		name  string
 		heard map[string]records.Set // nil: mDNS has published nothing
-		nodes []lb.Node
+		nodes []cluster.Node
 		want  map[string]records.Set
 		api   int // labels apiIndex keeps
 	}{
@@ -68,24 +68,24 @@ func TestMerge(t *testing.T) {
 			heard: map[string]records.Set{"master-0": set("198.51.100.11")},
 			want:  map[string]records.Set{"master-0": set("198.51.100.11")}},
 		{name: "API only",
-			nodes: []lb.Node{{Name: "master-0", Addresses: addrs("198.51.100.11")}},
+			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.11")}, api: 1},
 		{name: "both, other addresses: mDNS wins the whole answer",
 			heard: map[string]records.Set{"master-0": set("198.51.100.12")},
-			nodes: []lb.Node{{Name: "master-0", Addresses: addrs("198.51.100.11", "2001:db8:1::11")}},
+			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11", "2001:db8:1::11")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.12")}, api: 1},
 		{name: "both, each with its own nodes",
 			heard: map[string]records.Set{"master-0": set("198.51.100.11")},
-			nodes: []lb.Node{{Name: "master-0", Addresses: addrs("198.51.100.11")}, {Name: "worker-0", Addresses: addrs("198.51.100.21")}},
+			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11")}, {Name: "worker-0", Addresses: addrs("198.51.100.21")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.11"), "worker-0": set("198.51.100.21")}, api: 2},
 		{name: "FQDN Node name serves its first label",
-			nodes: []lb.Node{{Name: "master-0.ocp4.example.com", Addresses: addrs("198.51.100.11")}},
+			nodes: []cluster.Node{{Name: "master-0.ocp4.example.com", Addresses: addrs("198.51.100.11")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.11")}, api: 1},
 		{name: "upper case is lowered",
-			nodes: []lb.Node{{Name: "Master-0.OCP4.example.com", Addresses: addrs("198.51.100.11")}},
+			nodes: []cluster.Node{{Name: "Master-0.OCP4.example.com", Addresses: addrs("198.51.100.11")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.11")}, api: 1},
 		{name: "invalid label",
-			nodes: []lb.Node{
+			nodes: []cluster.Node{
 				{Name: "node_0", Addresses: addrs("198.51.100.11")},
 				{Name: "-node", Addresses: addrs("198.51.100.12")},
 				{Name: strings.Repeat("a", 64), Addresses: addrs("198.51.100.13")},
@@ -93,32 +93,32 @@ func TestMerge(t *testing.T) {
 			},
 			want: map[string]records.Set{}},
 		{name: "reserved labels",
-			nodes: []lb.Node{
+			nodes: []cluster.Node{
 				{Name: "api", Addresses: addrs("198.51.100.11")},
 				{Name: "api-int.ocp4.example.com", Addresses: addrs("198.51.100.12")},
 				{Name: "apps", Addresses: addrs("198.51.100.13")},
 			},
 			want: map[string]records.Set{}},
 		{name: "node without InternalIP skipped",
-			nodes: []lb.Node{{Name: "worker-0"}, {Name: "worker-1", Addresses: addrs("198.51.100.22")}},
+			nodes: []cluster.Node{{Name: "worker-0"}, {Name: "worker-1", Addresses: addrs("198.51.100.22")}},
 			want:  map[string]records.Set{"worker-1": set("198.51.100.22")}, api: 1},
 		{name: "unusable addresses dropped, node without a usable one skipped",
-			nodes: []lb.Node{
+			nodes: []cluster.Node{
 				{Name: "worker-0", Addresses: addrs("0.0.0.0", "224.0.0.251")},
 				{Name: "worker-1", Addresses: addrs("::", "198.51.100.22", "198.51.100.22", "fe80::1%eth0")},
 			},
 			want: map[string]records.Set{"worker-1": set("198.51.100.22")}, api: 1},
 		{name: "IPv4 and IPv6, sorted per family",
-			nodes: []lb.Node{{Name: "master-0", Addresses: addrs("2001:db8:1::11", "198.51.100.12", "::ffff:198.51.100.11")}},
+			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("2001:db8:1::11", "198.51.100.12", "::ffff:198.51.100.11")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.11", "198.51.100.12", "2001:db8:1::11")}, api: 1},
 		{name: "two Nodes for one label: the first name wins, in any order",
-			nodes: []lb.Node{
+			nodes: []cluster.Node{
 				{Name: "master-0.ocp4.example.com", Addresses: addrs("198.51.100.12")},
 				{Name: "master-0", Addresses: addrs("198.51.100.11")},
 			},
 			want: map[string]records.Set{"master-0": set("198.51.100.11")}, api: 1},
 		{name: "two Nodes for one label: the first name without an address does not hide the other",
-			nodes: []lb.Node{{Name: "master-0"}, {Name: "master-0.ocp4.example.com", Addresses: addrs("198.51.100.12")}},
+			nodes: []cluster.Node{{Name: "master-0"}, {Name: "master-0.ocp4.example.com", Addresses: addrs("198.51.100.12")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.12")}, api: 1},
 	}
 	for _, tc := range tests {

@@ -113,23 +113,8 @@ upstreams: [198.51.100.53]
 			bn.role = nodecfg.Worker
 		}
 		nodes = append(nodes, bn)
-		// A worker has no haproxy: its file has no apiServers.
-		file := clusterFile
-		if bn.role == nodecfg.Worker {
-			b, err := os.ReadFile(clusterFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file = filepath.Join(t.TempDir(), "cluster-worker.yaml")
-			var keep []string
-			for _, line := range strings.Split(string(b), "\n") {
-				if !strings.HasPrefix(line, "apiServers:") {
-					keep = append(keep, line)
-				}
-			}
-			writeFile(t, file, strings.Join(keep, "\n"))
-		}
-		out, err := exec.CommandContext(ctx, infradns, "render-node", "-f", file, "-role", bn.role, "-node", n.Name, "-o", bn.root).CombinedOutput()
+		// Every role from the one cluster file: the worker ignores apiServers.
+		out, err := exec.CommandContext(ctx, infradns, "render-node", "-f", clusterFile, "-role", bn.role, "-node", n.Name, "-o", bn.root).CombinedOutput()
 		if err != nil {
 			t.Fatalf("render-node for %s: %v\n%s", n.Name, err, out)
 		}

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
-	"github.com/infradns/infradns/internal/vrrp"
 	"github.com/infradns/infradns/test/e2e/lab"
 )
 
@@ -133,30 +133,32 @@ func TestHAProxyReloadKeepsConnections(t *testing.T) {
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
 	sock := filepath.Join(dir, "haproxy-master.sock")
 
-	var snapNodes []lb.Node
+	var snapNodes []cluster.Node
 	for _, n := range nodes {
 		n.Start("fakeapi", []string{fakeapi, "serve", "-name", n.Name,
 			"-listen", netip.AddrPortFrom(n.IPv4, haAPIPort).String()})
-		snapNodes = append(snapNodes, lb.Node{Name: n.Name, Addresses: []netip.Addr{n.IPv4}, ControlPlane: true})
+		snapNodes = append(snapNodes, cluster.Node{Name: n.Name, Addresses: []netip.Addr{n.IPv4}, ControlPlane: true})
 	}
-	snapshot := func(set []int) lb.Snapshot {
-		s := lb.Snapshot{Nodes: snapNodes}
+	snapshot := func(set []int) cluster.Snapshot {
+		s := cluster.Snapshot{Nodes: snapNodes}
 		for _, i := range set {
 			s.APIServers = append(s.APIServers, netip.AddrPortFrom(nodes[i].IPv4, haAPIPort))
 		}
 		return s
 	}
 
-	cfg := lb.NewConfig()
-	cfg.Cluster = "hareload"
-	cfg.NodeName = lbNode.Name
-	cfg.Interface = lab.Iface
-	cfg.APIVIPs = []netip.Addr{lab.Host4(100)}
-	cfg.RouterIDs = vrrp.RouterIDs{API: 51}
-	cfg.LBPort, cfg.HealthPort = haLBPort, haHealthPort
-	cfg.TrackDir = filepath.Join(dir, "track")
+	model, err := cluster.New(cluster.Spec{
+		Name: "hareload", Node: lbNode.Name, Interface: lab.Iface,
+		APIVIPs:   []netip.Addr{lab.Host4(100)},
+		RouterIDs: cluster.RouterIDs{API: 51},
+		LBPort:    haLBPort, HealthPort: haHealthPort,
+		TrackDir: filepath.Join(dir, "track"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctl := &lb.Controller{
-		Config: cfg,
+		Model: model,
 		// Validated inside the node, as lbconfig does on a real one.
 		Validator: lb.Tools{Wrap: []string{"ip", "netns", "exec", lbNode.NS}, Dir: dir, Timeout: 10 * time.Second},
 		// No reloader yet: haproxy reads the first file when it starts.

@@ -111,7 +111,6 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
 		}
 	}
-	coredns := lab.Binary(t, "coredns")
 	fakeapi := vrrpBuildFakeAPI(t)
 
 	l := lab.New(t, lab.Config{Prefix: "vrrp", Nodes: 3, Client: true, TeardownGrace: time.Second})
@@ -158,16 +157,12 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 }
 `, vrrpCluster, n.Name, vrrpVIP, lab.Iface, source, vrrpLBPort, vrrpHealthPort,
 			vrrpAdvert, v.kaConf(i), v.haConf(i), v.kaPid(i), v.haSock(i), filepath.Join(vn.dir, "track"))
-		corefile := filepath.Join(vn.dir, "Corefile")
-		if err := os.WriteFile(corefile, []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		vn.coredns = n.Start("coredns", []string{coredns, "-conf", corefile})
+		vn.coredns = startCorefile(t, n, vn.dir, conf)
 	}
 	for i, vn := range v.nodes {
 		lab.Eventually(t, 30*time.Second, 50*time.Millisecond, "lbconfig wrote both files on "+vn.n.Name, func() error {
-			if vn.coredns.Exited() {
-				return fmt.Errorf("coredns exited: %v\n%s", vn.coredns.Err(), lab.Tail(vn.coredns.LogPath, 20))
+			if err := running(vn.coredns); err != nil {
+				return err
 			}
 			for _, p := range []string{v.kaConf(i), v.haConf(i)} {
 				if _, err := os.Stat(p); err != nil {
@@ -214,6 +209,25 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 	v.client = l.Client().Start("probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms"})
 	v.waitClient("client first served", time.Now())
 	return v
+}
+
+// startCorefile writes conf as dir/Corefile and starts bin/coredns with it
+// on node n.
+func startCorefile(t *testing.T, n *lab.Node, dir, conf string) *lab.Process {
+	t.Helper()
+	corefile := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(corefile, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n.Start("coredns", []string{lab.Binary(t, "coredns"), "-conf", corefile})
+}
+
+// running is nil while p runs, else how it ended and its last lines.
+func running(p *lab.Process) error {
+	if p.Exited() {
+		return fmt.Errorf("%s exited: %v\n%s", p.Name, p.Err(), lab.Tail(p.LogPath, 20))
+	}
+	return nil
 }
 
 // startDaemons starts haproxy and keepalived on node i, as the static pods

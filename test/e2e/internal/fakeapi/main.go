@@ -60,6 +60,7 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	listen := fs.String("listen", ":6443", "address to listen on")
 	name := fs.String("name", "", "node name to answer with")
+	plain := fs.Bool("http", false, "plain HTTP (an ingress router's stats port) instead of TLS")
 	_ = fs.Parse(args)
 	cert, err := selfSigned()
 	if err != nil {
@@ -75,6 +76,9 @@ func serve(args []string) error {
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 	fmt.Printf("serving %s on %s\n", *name, *listen)
+	if *plain {
+		return srv.ListenAndServe()
+	}
 	return srv.ListenAndServeTLS("", "")
 }
 

@@ -1,4 +1,7 @@
-package directive
+// Package dnsname holds the one rule for the names infradns takes from
+// people and from the network: host-name labels (RFC 1123). It is pure, so
+// the Corefile parsers, the cluster model and the tests share it.
+package dnsname
 
 import (
 	"errors"

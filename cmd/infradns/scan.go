@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/vrrp"
+)
+
+type addrList []netip.Addr
+
+func (a *addrList) String() string { return fmt.Sprint(*a) }
+func (a *addrList) Set(s string) error {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return err
+	}
+	*a = append(*a, ip.Unmap())
+	return nil
+}
+
+// scan listens for VRRP adverts and reports every router seen and every
+// clash with the cluster's IDs and VIPs: run it before installing a cluster
+// on a shared L2 network. It exits non-zero when it finds a conflict. The
+// instances it checks are the renderer's: the same names and router IDs
+// as the keepalived.conf lbconfig writes.
+func scan(ctx context.Context, args []string, out io.Writer) error {
+	fs := flags("vrrp-scan", "-interface IF (-f CLUSTER.yaml | -cluster NAME [-api-vip ADDR]... [-ingress-vip ADDR]...) [-duration 3s]")
+	ifname := fs.String("interface", "", "interface to listen on")
+	file := fs.String("f", "", "cluster file: name, VIPs and router IDs")
+	name := fs.String("cluster", "", "cluster name (its router IDs are checked)")
+	duration := fs.Duration("duration", 3*time.Second, "how long to listen")
+	var api, ingress addrList
+	fs.Var(&api, "api-vip", "API VIP (repeat per family)")
+	fs.Var(&ingress, "ingress-vip", "ingress VIP (repeat per VIP)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ifname == "" || (*name == "") == (*file == "") {
+		fs.Usage()
+		return fmt.Errorf("vrrp-scan needs -interface and one of -f and -cluster")
+	}
+	var groups []cluster.Group
+	clusterName := *name
+	if *file != "" {
+		m, err := readModel(*file)
+		if err != nil {
+			return err
+		}
+		groups, clusterName = m.Groups(), m.Name()
+	} else {
+		// Without VIPs given, any use of our IDs is a clash worth knowing:
+		// the groups are laid out without addresses.
+		if err := cluster.CheckClusterName(*name); err != nil {
+			return err
+		}
+		var err error
+		if groups, err = cluster.Layout(*name, api, ingress, 1, cluster.RouterIDs{}); err != nil {
+			return err
+		}
+	}
+	ours := lb.Instances(clusterName, groups)
+
+	var mu sync.Mutex
+	var seen []vrrp.Observation
+	l := &vrrp.Listener{Interface: *ifname, Handle: func(o vrrp.Observation) {
+		mu.Lock()
+		seen = append(seen, o)
+		mu.Unlock()
+	}}
+	ctx, cancel := context.WithTimeout(ctx, *duration)
+	defer cancel()
+	if err := l.Run(ctx); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	routers := map[string]bool{}
+	for _, o := range seen {
+		routers[fmt.Sprintf("router %s vrid %d v%d priority %d addresses %v", o.Source, o.Advert.VRID, o.Advert.Version, o.Advert.Priority, o.Advert.Addresses)] = true
+	}
+	lines := make([]string, 0, len(routers))
+	for r := range routers {
+		lines = append(lines, r)
+	}
+	slices.Sort(lines)
+	var ids []string
+	for _, g := range groups {
+		ids = append(ids, fmt.Sprintf("%s %d", g.Name, g.RouterID))
+	}
+	fmt.Fprintf(out, "%d adverts in %s on %s; cluster %s uses %s\n", len(seen), *duration, *ifname, clusterName, strings.Join(ids, ", "))
+	for _, r := range lines {
+		fmt.Fprintln(out, r)
+	}
+	conflicts := vrrp.Detect(ours, nil, nil, seen)
+	for _, c := range conflicts {
+		fmt.Fprintln(out, "CONFLICT", c)
+	}
+	if len(conflicts) > 0 {
+		return fmt.Errorf("%d conflicts: %s", len(conflicts), strings.ToLower(conflicts[0].Kind.String()))
+	}
+	return nil
+}

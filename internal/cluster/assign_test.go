@@ -1,0 +1,192 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// snapshot: three control-plane nodes and two workers; routers on
+// master-2, worker-0 and worker-1.
+func snapshot() Snapshot {
+	s := Snapshot{IngressNodes: []string{"worker-1", "master-2", "worker-0"}}
+	for i, n := range []string{"worker-1", "master-0", "worker-0", "master-2", "master-1"} {
+		s.Nodes = append(s.Nodes, Node{Name: n, ControlPlane: strings.HasPrefix(n, "master"),
+			Addresses: []netip.Addr{netip.AddrFrom4([4]byte{198, 51, 100, byte(11 + i)})}})
+	}
+	return s
+}
+
+func model(t *testing.T, node string, ingress ...string) *Model {
+	t.Helper()
+	s := spec()
+	s.Node = node
+	s.IngressVIPs = ips(ingress...)
+	m, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func describe(as []Assignment) []string {
+	var out []string
+	for _, a := range as {
+		var peers []string
+		for _, p := range a.Peers {
+			peers = append(peers, p.Name)
+		}
+		out = append(out, fmt.Sprintf("%s rank=%d home=%v spread=%v peers=%v", a.Group.Name, a.Rank, a.Home, a.Spread, peers))
+	}
+	return out
+}
+
+func TestAssign(t *testing.T) {
+	three := []string{"192.0.2.10", "192.0.2.11", "192.0.2.12", "2001:db8::10", "2001:db8::11", "2001:db8::12"}
+	tests := []struct {
+		name    string
+		node    string
+		ingress []string
+		snap    func(*Snapshot)
+		want    []string
+	}{
+		{name: "control plane without a router", node: "master-0", ingress: []string{"192.0.2.10"},
+			want: []string{"api rank=0 home=true spread=false peers=[master-1 master-2]"}},
+		{name: "control plane with a router", node: "master-2", ingress: []string{"192.0.2.10"},
+			want: []string{
+				"api rank=2 home=false spread=false peers=[master-0 master-1]",
+				"ingress rank=0 home=true spread=false peers=[worker-0 worker-1]",
+			}},
+		{name: "router only", node: "worker-1", ingress: []string{"192.0.2.10"},
+			want: []string{"ingress rank=2 home=false spread=false peers=[master-2 worker-0]"}},
+		{name: "unknown node holds nothing", node: "stranger", ingress: []string{"192.0.2.10"}},
+		{name: "worker without a router holds nothing", node: "worker-0", ingress: []string{"192.0.2.10"},
+			snap: func(s *Snapshot) { s.IngressNodes = []string{"master-2"} }},
+		// Three groups over the routers master-2, worker-0, worker-1: each
+		// is home to one, and the next in line backs it up.
+		{name: "three groups, first router", node: "master-2", ingress: three,
+			want: []string{
+				"api rank=2 home=false spread=false peers=[master-0 master-1]",
+				"ingress rank=0 home=true spread=true peers=[worker-0 worker-1]",
+				"ingress-2 rank=2 home=false spread=true peers=[worker-0 worker-1]",
+				"ingress-3 rank=1 home=false spread=true peers=[worker-0 worker-1]",
+			}},
+		{name: "three groups, second router", node: "worker-0", ingress: three,
+			want: []string{
+				"ingress rank=1 home=false spread=true peers=[master-2 worker-1]",
+				"ingress-2 rank=0 home=true spread=true peers=[master-2 worker-1]",
+				"ingress-3 rank=2 home=false spread=true peers=[master-2 worker-1]",
+			}},
+		// More groups than routers: master-2 ranks first for ingress and
+		// ingress-3, but only the first is its home.
+		{name: "three groups over two routers", node: "master-2", ingress: three,
+			snap: func(s *Snapshot) { s.IngressNodes = []string{"master-2", "worker-0"} },
+			want: []string{
+				"api rank=2 home=false spread=false peers=[master-0 master-1]",
+				"ingress rank=0 home=true spread=true peers=[worker-0]",
+				"ingress-2 rank=1 home=false spread=true peers=[worker-0]",
+				"ingress-3 rank=0 home=false spread=true peers=[worker-0]",
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapshot()
+			if tc.snap != nil {
+				tc.snap(&s)
+			}
+			as, err := Assign(model(t, tc.node, tc.ingress...), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := describe(as); !slices.Equal(got, tc.want) {
+				t.Errorf("Assign =\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+			}
+		})
+	}
+}
+
+// TestAssignSpreads: with N routers and N groups every router is home to
+// exactly one group and every group has exactly one home, for any N.
+func TestAssignSpreads(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		var vips []string
+		s := Snapshot{}
+		for i := range n {
+			vips = append(vips, fmt.Sprintf("192.0.2.%d", 10+i))
+			name := fmt.Sprintf("router-%d", i)
+			s.Nodes = append(s.Nodes, Node{Name: name, Addresses: []netip.Addr{netip.AddrFrom4([4]byte{198, 51, 100, byte(11 + i)})}})
+			s.IngressNodes = append(s.IngressNodes, name)
+		}
+		homes := map[string]string{}
+		for _, node := range s.IngressNodes {
+			as, err := Assign(model(t, node, vips...), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(as) != n {
+				t.Fatalf("n=%d: %s may hold %d groups, want all %d", n, node, len(as), n)
+			}
+			for _, a := range as {
+				if !a.Home {
+					continue
+				}
+				if prev, ok := homes[a.Group.Name]; ok {
+					t.Errorf("n=%d: %s is home on %s and %s", n, a.Group.Name, prev, node)
+				}
+				homes[a.Group.Name] = node
+			}
+		}
+		if len(homes) != n {
+			t.Errorf("n=%d: homes %v, want one per group", n, homes)
+		}
+	}
+}
+
+func TestAssignBootstrap(t *testing.T) {
+	s := spec()
+	s.Node = "bootstrap"
+	s.NodeIPs = ips("198.51.100.10")
+	s.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("198.51.100.10:6443")}
+	m, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := Assign(m, Snapshot{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(as); !slices.Equal(got, []string{"api rank=0 home=true spread=false peers=[]"}) {
+		t.Errorf("Bootstrap assignment = %v", got)
+	}
+	// Without static backends an empty snapshot is an API not read.
+	if _, err := Assign(model(t, "master-0", "192.0.2.10"), Snapshot{}); !errors.Is(err, ErrNoNodes) {
+		t.Errorf("Err = %v, want ErrNoNodes", err)
+	}
+}
+
+// TestAssignDropsVIPsFromNodes: a Node that lists a VIP among its addresses
+// (kubelet picked it from the interface holding it) does not make the VIP a
+// unicast peer.
+func TestAssignDropsVIPsFromNodes(t *testing.T) {
+	s := snapshot()
+	for i := range s.Nodes {
+		if s.Nodes[i].Name == "master-1" {
+			s.Nodes[i].Addresses = append(s.Nodes[i].Addresses, netip.MustParseAddr("192.0.2.5"))
+		}
+	}
+	as, err := Assign(model(t, "master-0", "192.0.2.10"), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range as[0].Peers {
+		if slices.Contains(p.Addresses, netip.MustParseAddr("192.0.2.5")) {
+			t.Errorf("peer %s keeps the API VIP: %v", p.Name, p.Addresses)
+		}
+	}
+	if n, _ := s.Node("master-1"); len(n.Addresses) != 2 {
+		t.Errorf("Assign changed the caller's snapshot: %v", n.Addresses)
+	}
+}

@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Spec is what a front end read, before any check: the cluster file's keys
+// and lbconfig's options fill the same fields. Zero values mean "default".
+type Spec struct {
+	// Name is the cluster name: router IDs, instance, file and Lease names.
+	Name string
+	// Domain is the cluster's DNS domain; optional (lbconfig has none).
+	Domain string
+	// APIVIPs: one or two addresses, at most one per family.
+	APIVIPs []netip.Addr
+	// IngressVIPs: any number per family, up to MaxIngressGroups. The
+	// i-th address of each family makes up ingress group i.
+	IngressVIPs []netip.Addr
+	// RouterIDs override the computed VRRP router IDs; 0 keeps one.
+	RouterIDs RouterIDs
+	// APIPort is the port of static backends given without one; LBPort is
+	// haproxy's API frontend and HealthPort its monitor-uri.
+	APIPort, LBPort, HealthPort uint16
+	// StaticBackends serve the API before it can be asked (bootstrap).
+	StaticBackends []netip.AddrPort
+	VRRP           VRRP
+	// TrackDir holds the health files keepalived watches.
+	TrackDir string
+	// IngressService ("NAMESPACE/NAME") marks, by its ready endpoints, the
+	// nodes that may hold an ingress VIP.
+	IngressService string
+	// Health maps a check ("api", "ingress") to the URL whose 2xx answer
+	// keeps the groups it gates eligible; "none" leaves the track file to
+	// someone else; unset is the default.
+	Health map[string]string
+
+	// Node, Interface and NodeIPs are what one node adds: its Node name,
+	// the interface its VIPs live on ("auto": found at start from the API
+	// VIP's subnet) and, for unicast VRRP, its own addresses.
+	Node      string
+	Interface string
+	NodeIPs   []netip.Addr
+}
+
+// VRRP are the settings of the VRRP renderer.
+type VRRP struct {
+	// Version is 3 (sub-second adverts, no authentication) or 2
+	// (whole-second adverts, PASS authentication as OpenShift sets it).
+	Version        int
+	AdvertInterval time.Duration
+	// Unicast lists peers from Node objects instead of using multicast.
+	Unicast bool
+}
+
+// RouterIDs are explicit VRRP router IDs: API for the API group, Ingress[i]
+// for ingress group i. 0, or an index past the list, keeps the computed one.
+type RouterIDs struct {
+	API     uint8
+	Ingress []uint8
+}
+
+// Defaults, chosen from the lab figures in lbconfig's README: 0.1 s adverts
+// move a VIP in ~0.4 s after a crash and never flapped on a loaded 2-core
+// machine; 0.05 s halves that but flapped under the heaviest load.
+const (
+	DefaultAPIPort          = 6443
+	DefaultLBPort           = 9445
+	DefaultHealthPort       = 9454
+	DefaultVRRPVersion      = 3
+	DefaultAdvertInterval   = 100 * time.Millisecond
+	DefaultTrackDir         = "/run/infradns"
+	DefaultIngressService   = "openshift-ingress/router-internal-default"
+	DefaultIngressHealthURL = "http://127.0.0.1:1936/healthz/ready"
+	// MaxIngressGroups bounds the ingress VIPs per family: each is a VRRP
+	// instance with a router ID of its own, out of 255 shared with every
+	// other VRRP user of the LAN.
+	MaxIngressGroups = 16
+)
+
+// Health checks a group can be gated by.
+const (
+	CheckAPI     = "api"
+	CheckIngress = "ingress"
+	// HealthNone leaves a check's track file to another agent.
+	HealthNone = "none"
+)
+
+// Model is a checked Spec with its defaults filled in and its VIP groups
+// built. Only New makes one, so whatever holds a *Model holds a valid one.
+type Model struct {
+	spec   Spec
+	groups []Group
+}
+
+// New checks a Spec and builds the model. The error is an *Error naming the
+// Spec's keys in the cluster file's words; front ends translate them.
+func New(s Spec) (*Model, error) {
+	s = s.withDefaults()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	groups, err := buildGroups(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{spec: s, groups: groups}, nil
+}
+
+func (s Spec) withDefaults() Spec {
+	s.APIVIPs = unmapAll(s.APIVIPs)
+	s.IngressVIPs = unmapAll(s.IngressVIPs)
+	s.NodeIPs = unmapAll(s.NodeIPs)
+	s.StaticBackends = slices.Clone(s.StaticBackends)
+	s.APIPort = cmp.Or(s.APIPort, DefaultAPIPort)
+	s.LBPort = cmp.Or(s.LBPort, DefaultLBPort)
+	s.HealthPort = cmp.Or(s.HealthPort, DefaultHealthPort)
+	for i, b := range s.StaticBackends {
+		s.StaticBackends[i] = netip.AddrPortFrom(b.Addr().Unmap(), cmp.Or(b.Port(), s.APIPort))
+	}
+	s.VRRP.Version = cmp.Or(s.VRRP.Version, DefaultVRRPVersion)
+	s.VRRP.AdvertInterval = cmp.Or(s.VRRP.AdvertInterval, DefaultAdvertInterval)
+	s.TrackDir = cmp.Or(s.TrackDir, DefaultTrackDir)
+	s.IngressService = cmp.Or(s.IngressService, DefaultIngressService)
+	s.Domain = strings.ToLower(strings.TrimSuffix(s.Domain, "."))
+	s.Node = strings.ToLower(s.Node)
+	h := map[string]string{}
+	for k, v := range s.Health {
+		h[k] = v
+	}
+	s.Health = h
+	s.RouterIDs.Ingress = slices.Clone(s.RouterIDs.Ingress)
+	return s
+}
+
+func unmapAll(as []netip.Addr) []netip.Addr {
+	out := make([]netip.Addr, len(as))
+	for i, a := range as {
+		out[i] = a.Unmap()
+	}
+	return out
+}
+
+// Spec returns the checked spec with its defaults (a copy).
+func (m *Model) Spec() Spec {
+	s := m.spec
+	s.APIVIPs = slices.Clone(s.APIVIPs)
+	s.IngressVIPs = slices.Clone(s.IngressVIPs)
+	s.NodeIPs = slices.Clone(s.NodeIPs)
+	s.StaticBackends = slices.Clone(s.StaticBackends)
+	s.RouterIDs.Ingress = slices.Clone(s.RouterIDs.Ingress)
+	s.Health = map[string]string{}
+	for k, v := range m.spec.Health {
+		s.Health[k] = v
+	}
+	return s
+}
+
+// Groups returns the VIP groups: "api" first, then the ingress groups in
+// the order of the Spec's ingress VIPs.
+func (m *Model) Groups() []Group {
+	out := make([]Group, len(m.groups))
+	for i, g := range m.groups {
+		out[i] = g
+		out[i].VIPs = slices.Clone(g.VIPs)
+	}
+	return out
+}
+
+// VIPs are the addresses of every group.
+func (m *Model) VIPs() []netip.Addr {
+	return slices.Concat(m.spec.APIVIPs, m.spec.IngressVIPs)
+}
+
+// Name is the cluster name.
+func (m *Model) Name() string { return m.spec.Name }
+
+// NodeName is this node's Node name ("" until the front end knows it).
+func (m *Model) NodeName() string { return m.spec.Node }
+
+// Interface is the VRRP interface ("auto" until resolved).
+func (m *Model) Interface() string { return m.spec.Interface }
+
+// HealthURL is the URL that gates the groups of a check, or HealthNone.
+func (m *Model) HealthURL(check string) string {
+	if u := m.spec.Health[check]; u != "" {
+		return u
+	}
+	switch check {
+	case CheckAPI:
+		return fmt.Sprintf("http://127.0.0.1:%d/haproxy_ready", m.spec.HealthPort)
+	case CheckIngress:
+		return DefaultIngressHealthURL
+	}
+	return HealthNone
+}
+
+// IngressService is the ingress service's namespace and name.
+func (m *Model) IngressService() (namespace, name string) {
+	namespace, name, _ = strings.Cut(m.spec.IngressService, "/")
+	return namespace, name
+}
+
+// WithNode returns the model for one node once the host has told who it is
+// (node name, the interface found for "auto", its addresses), checked by
+// the same rules as a Spec.
+func (m *Model) WithNode(node, iface string, ips []netip.Addr) (*Model, error) {
+	s := m.Spec()
+	s.Node, s.Interface, s.NodeIPs = node, iface, ips
+	return New(s)
+}

@@ -1,0 +1,118 @@
+package nodecfg
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/infradns/infradns/internal/atomicfile"
+)
+
+func actions(cs []Change) map[string]Action {
+	out := map[string]Action{}
+	for _, c := range cs {
+		out[c.Path] = c.Action
+	}
+	return out
+}
+
+func plan(t *testing.T, root string, f File) []Change {
+	t.Helper()
+	cs, err := Plan(root, renderList(t, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// TestInstallAgain: render-node run again after an edit rewrites only what
+// changed, removes what the role no longer has, and never overwrites the
+// dispatcher's forward.conf.
+func TestInstallAgain(t *testing.T) {
+	root := t.TempDir()
+	f := exampleFile(t)
+	f.Role, f.Node = ControlPlane, "master-0"
+	haproxy := ManifestDir + "/infradns-haproxy.yaml"
+
+	first := plan(t, root, f)
+	for p, a := range actions(first) {
+		if a != Create {
+			t.Errorf("first install: %s %s, want created", p, a)
+		}
+	}
+	if err := Install(first, atomicfile.WriteIfChanged); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(root, DispatcherPath))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("dispatcher script: %v %v", fi, err)
+	}
+
+	// The same again: nothing to do.
+	for p, a := range actions(plan(t, root, f)) {
+		want := Unchanged
+		if p == ForwardConf {
+			want = Keep
+		}
+		if a != want {
+			t.Errorf("second install: %s %s, want %s", p, a, want)
+		}
+	}
+
+	// The dispatcher rewrote forward.conf from the node's resolvers; the
+	// node becomes a worker with another upstream in the file.
+	fwd := filepath.Join(root, ForwardConf)
+	if err := os.WriteFile(fwd, []byte("forward . 203.0.113.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Role = Worker
+	f.Upstreams = ips("198.51.100.99")
+	cs := plan(t, root, f)
+	got := actions(cs)
+	for p, want := range map[string]Action{
+		haproxy:     Remove,
+		ForwardConf: Keep,
+		Corefile:    Update,
+		ManifestDir + "/infradns-mdns-publisher.yaml": Unchanged,
+		ManifestDir + "/infradns-keepalived.yaml":     Update,
+	} {
+		if got[p] != want {
+			t.Errorf("as a worker: %s %s, want %s", p, got[p], want)
+		}
+	}
+	for _, c := range cs {
+		if c.Action == Remove && !strings.Contains(c.Diff(), "+++ /dev/null") {
+			t.Errorf("removal diff:\n%s", c.Diff())
+		}
+		if c.Path == Corefile && (!strings.Contains(c.Diff(), "-        haproxy /etc/infradns/lb/haproxy.cfg") || !strings.Contains(c.Diff(), "+        health-check api none")) {
+			t.Errorf("Corefile diff:\n%s", c.Diff())
+		}
+	}
+	if err := Install(cs, atomicfile.WriteIfChanged); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, haproxy)); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", haproxy, err)
+	}
+	if b, _ := os.ReadFile(fwd); string(b) != "forward . 203.0.113.53\n" {
+		t.Errorf("forward.conf overwritten: %q", b)
+	}
+}
+
+// TestPlanWritesNothing: a plan (what -dry-run prints) reads the tree and
+// leaves it as it was, and its diff shows a new file whole.
+func TestPlanWritesNothing(t *testing.T) {
+	root := t.TempDir()
+	f := exampleFile(t)
+	f.Role = Bootstrap
+	cs := plan(t, root, f)
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("a plan wrote %d entries", len(entries))
+	}
+	for _, c := range cs {
+		if c.Path == Corefile && (!strings.HasPrefix(c.Diff(), "--- /dev/null\n+++ "+filepath.Join(root, Corefile)) || !strings.Contains(c.Diff(), "+    apiint 192.0.2.5 2001:db8::5 {")) {
+			t.Errorf("Corefile diff:\n%s", c.Diff())
+		}
+	}
+}

@@ -1,0 +1,281 @@
+package nodecfg
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/infradns/infradns/internal/cluster"
+)
+
+// Values is what the templates are given: checked, defaulted, formatted.
+type Values struct {
+	Cluster, Domain, Role, Node, Interface, Image, Namespace string
+	APIVIPs, IngressVIPs, VIPs                               []string
+	APIServers, Upstreams, Listen                            []string
+	Kubeconfig, KubeconfigDir, MDNSKey                       string
+	StatusLease, IngressService, AdvertInterval, RouterIDs   string
+	Unicast                                                  bool
+	VRRPVersion                                              int
+	APIPort, LBPort, HAHealthPort                            uint16
+	// LB: this node runs keepalived; HAProxy: and the API load balancer.
+	LB, HAProxy bool
+	// Spread: several ingress VIPs per family, answered shuffled.
+	Spread bool
+
+	ConfigDir, LBDir, RunDir, TrackDir, Corefile, ForwardGlob string
+	KeepalivedConf, KeepalivedPid, VRRPPid                    string
+	HAProxyConf, HAProxySocket                                string
+	HealthPort, ReadyPort, MetricsPort, PublisherMetricsPort  int
+}
+
+var (
+	labelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	imageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@-]*$`)
+)
+
+// Spec is the cluster model's part of the file. The track directory is
+// the one the pods mount, not a key.
+func (f File) Spec() cluster.Spec {
+	return cluster.Spec{
+		Name: f.Cluster, Domain: f.Domain,
+		APIVIPs: f.APIVIPs, IngressVIPs: f.IngressVIPs, RouterIDs: f.RouterIDs,
+		APIPort: f.APIPort, LBPort: f.LBPort, HealthPort: f.HealthPort,
+		StaticBackends: f.APIServers,
+		VRRP:           cluster.VRRP{Version: f.VRRPVersion, AdvertInterval: f.AdvertInterval, Unicast: f.Unicast},
+		TrackDir:       RunDir + "/track",
+		IngressService: f.IngressService,
+		Node:           f.Node,
+		Interface:      f.Interface,
+	}
+}
+
+// Model checks the file's cluster model, the same check lbconfig runs on its
+// Corefile options. Errors name the file, the line and the key.
+func (f File) Model() (*cluster.Model, error) {
+	for _, k := range []string{"cluster", "domain", "apiVIPs", "interface"} {
+		if !f.Has(k) {
+			return nil, f.errorf([]string{k}, "missing (see deploy/cluster.example.yaml)")
+		}
+	}
+	if f.Interface == "auto" {
+		return nil, f.errorf([]string{"interface"}, "%q: name the interface; the same on every node", f.Interface)
+	}
+	m, err := cluster.New(f.Spec())
+	var e *cluster.Error
+	if errors.As(err, &e) {
+		return nil, f.errorf(e.Keys, "%s", e.Msg)
+	}
+	return m, err
+}
+
+// Values checks the file for one node (Role and Node set) and fills in the
+// defaults. Every error names the file, the line and the key.
+func (f File) Values() (Values, error) {
+	m, err := f.Model()
+	if err != nil {
+		return Values{}, err
+	}
+	v := f.fixed()
+	if err := f.role(&v); err != nil {
+		return Values{}, err
+	}
+	spec := m.Spec()
+	v.Domain, v.Node = spec.Domain, spec.Node
+	v.LBPort, v.HAHealthPort = spec.LBPort, spec.HealthPort
+	for _, a := range spec.APIVIPs {
+		v.APIVIPs = append(v.APIVIPs, a.String())
+	}
+	for _, a := range spec.IngressVIPs {
+		v.IngressVIPs = append(v.IngressVIPs, a.String())
+	}
+	v.VIPs = append(slices.Clone(v.APIVIPs), v.IngressVIPs...)
+	v.Spread = cluster.IngressGroups(spec.IngressVIPs) > 1
+	if v.HAProxy {
+		for _, ap := range f.APIServers {
+			if ap.Port() == 0 {
+				v.APIServers = append(v.APIServers, ap.Addr().String())
+			} else {
+				v.APIServers = append(v.APIServers, ap.String())
+			}
+		}
+	}
+	if f.Has("routerIDs") {
+		ids := []string{strconv.Itoa(int(f.RouterIDs.API))}
+		for _, id := range f.RouterIDs.Ingress {
+			ids = append(ids, strconv.Itoa(int(id)))
+		}
+		if len(ids) == 1 {
+			ids = append(ids, "0")
+		}
+		v.RouterIDs = strings.Join(ids, " ")
+	}
+	if f.AdvertInterval != 0 {
+		v.AdvertInterval = f.AdvertInterval.String()
+	}
+	for _, check := range []func(*Values) error{f.image, f.apiAccess, f.mdnsKey, f.upstreams, f.listen, f.namespaces, f.ports} {
+		if err := check(&v); err != nil {
+			return Values{}, err
+		}
+	}
+	return v, nil
+}
+
+// fixed are the values every node gets as they are: the file's own, and
+// the paths and ports the pods agree on.
+func (f File) fixed() Values {
+	return Values{
+		Cluster: f.Cluster, Role: f.Role, Interface: f.Interface, Image: f.Image,
+		Kubeconfig: f.Kubeconfig, MDNSKey: f.MDNSKey, StatusLease: f.StatusLease,
+		IngressService: f.IngressService, Unicast: f.Unicast, VRRPVersion: f.VRRPVersion,
+		APIPort: f.APIPort, LBPort: f.LBPort, HAHealthPort: f.HealthPort, Listen: f.Listen,
+
+		ConfigDir: ConfigDir, LBDir: LBDir, RunDir: RunDir, TrackDir: RunDir + "/track",
+		Corefile: Corefile, ForwardGlob: ConfigDir + "/forward*.conf",
+		KeepalivedConf: LBDir + "/keepalived.conf", KeepalivedPid: RunDir + "/keepalived.pid",
+		VRRPPid: RunDir + "/vrrp.pid", HAProxyConf: LBDir + "/haproxy.cfg",
+		HAProxySocket: RunDir + "/haproxy-master.sock",
+		HealthPort:    healthPort, ReadyPort: readyPort, MetricsPort: metricsPort,
+		PublisherMetricsPort: publisherMetricsPort,
+	}
+}
+
+// role decides what the node runs: every role keepalived, control-plane
+// and bootstrap nodes haproxy too.
+func (f File) role(v *Values) error {
+	switch f.Role {
+	case ControlPlane, Bootstrap:
+		v.LB, v.HAProxy = true, true
+	case Worker:
+		v.LB = true
+	case "":
+		return f.errorf([]string{"role"}, "missing: %s, %s or %s (or -role)", ControlPlane, Worker, Bootstrap)
+	default:
+		return f.errorf([]string{"role"}, "%q is not %s, %s or %s", f.Role, ControlPlane, Worker, Bootstrap)
+	}
+	if f.Role == Bootstrap && len(f.APIServers) == 0 {
+		return f.errorf([]string{"apiServers"}, "a bootstrap node has no API to list them: give at least one")
+	}
+	return nil
+}
+
+func (f File) image(*Values) error {
+	if f.Image == "" || !imageRE.MatchString(f.Image) {
+		return f.errorf([]string{"image"}, "%q is not an image reference", f.Image)
+	}
+	return nil
+}
+
+// apiAccess checks the kubeconfig: every node but a bootstrap one follows
+// the API, and its directory is mounted into the pod.
+func (f File) apiAccess(v *Values) error {
+	if f.Kubeconfig == "" {
+		if f.Role != Bootstrap {
+			return f.errorf([]string{"kubeconfig"}, "missing: a %s node follows the API", f.Role)
+		}
+		return nil
+	}
+	if f.Role == Bootstrap {
+		v.Kubeconfig = "" // the bootstrap node has no API of its own to follow
+		return nil
+	}
+	if err := absPath(f.Kubeconfig); err != nil {
+		return f.errorf([]string{"kubeconfig"}, "%v", err)
+	}
+	v.KubeconfigDir = path.Dir(f.Kubeconfig)
+	if v.KubeconfigDir == "/" || strings.HasPrefix(ConfigDir+"/", v.KubeconfigDir+"/") || strings.HasPrefix(v.KubeconfigDir+"/", ConfigDir+"/") {
+		return f.errorf([]string{"kubeconfig"}, "%q: its directory is mounted into the pod and must not be / or hold %s", f.Kubeconfig, ConfigDir)
+	}
+	return nil
+}
+
+func (f File) mdnsKey(*Values) error {
+	if f.MDNSKey == "" {
+		return nil
+	}
+	if err := absPath(f.MDNSKey); err != nil {
+		return f.errorf([]string{"mdnsKey"}, "%v", err)
+	}
+	if path.Dir(f.MDNSKey) != ConfigDir {
+		return f.errorf([]string{"mdnsKey"}, "%q must be in %s (the directory the pods mount)", f.MDNSKey, ConfigDir)
+	}
+	return nil
+}
+
+// upstreams refuses the forwarding loop: CoreDNS asking itself (or
+// systemd-resolved's stub, which asks CoreDNS).
+func (f File) upstreams(v *Values) error {
+	vips := append(slices.Clone(f.APIVIPs), f.IngressVIPs...)
+	for _, a := range f.Upstreams {
+		if a.IsLoopback() || a.IsUnspecified() || slices.Contains(vips, a) {
+			return f.errorf([]string{"upstreams"}, "%s would loop back to this node", a)
+		}
+		if err := cluster.CheckUnicast(a); err != nil {
+			return f.errorf([]string{"upstreams"}, "%s: %v", a, err)
+		}
+		v.Upstreams = append(v.Upstreams, a.String())
+	}
+	return nil
+}
+
+func (f File) listen(*Values) error {
+	for _, l := range f.Listen {
+		if a, err := netip.ParseAddr(l); err == nil {
+			if a.Zone() != "" {
+				return f.errorf([]string{"listen"}, "%q: a zoned address", l)
+			}
+			continue
+		}
+		if cluster.CheckInterface(l) != nil {
+			return f.errorf([]string{"listen"}, "%q is neither an address nor an interface name", l)
+		}
+	}
+	return nil
+}
+
+func (f File) namespaces(v *Values) error {
+	v.Namespace = f.Namespace
+	if v.Namespace == "" {
+		v.Namespace = "kube-system"
+	}
+	if !labelRE.MatchString(v.Namespace) {
+		return f.errorf([]string{"namespace"}, "%q is not a namespace name", f.Namespace)
+	}
+	if f.StatusLease != "" && !labelRE.MatchString(f.StatusLease) {
+		return f.errorf([]string{"statusLeaseNamespace"}, "%q is not a namespace name", f.StatusLease)
+	}
+	return nil
+}
+
+// ports keeps haproxy off the ports of the CoreDNS and publisher pods.
+func (f File) ports(*Values) error {
+	for _, k := range []struct {
+		key  string
+		port uint16
+	}{{"lbPort", cmpOr(f.LBPort, cluster.DefaultLBPort)}, {"lbHealthPort", cmpOr(f.HealthPort, cluster.DefaultHealthPort)}} {
+		switch k.port {
+		case healthPort, readyPort, metricsPort, publisherMetricsPort, 53:
+			return f.errorf([]string{k.key}, "%d is taken by CoreDNS or mdns-publisher", k.port)
+		}
+	}
+	return nil
+}
+
+func cmpOr(a, b uint16) uint16 {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+func absPath(p string) error {
+	if err := cluster.CheckPath(p); err != nil {
+		return fmt.Errorf("%w", err)
+	}
+	return nil
+}
