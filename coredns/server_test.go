@@ -248,3 +248,60 @@ func TestServerLoadbalanceShufflesVIPs(t *testing.T) {
 		}
 	}
 }
+
+// TestServerOtherOpcodes: a NOTIFY (or any opcode but QUERY) for a name the
+// infradns plugins own gets NOTIMP, over UDP and TCP, in a zone block and in
+// a root block with zone: never the answer of a query.
+func TestServerOtherOpcodes(t *testing.T) {
+	blocks := map[string]string{
+		"zone block": `ocp4.example.com:0 {
+			apiint 192.0.2.5
+			appswildcard 192.0.2.10
+			mdnsnodes {
+				cluster ocp4
+				bind 127.0.0.1
+			}
+		}`,
+		"root block": `.:0 {
+			apiint 192.0.2.5 {
+				zone ocp4.example.com
+			}
+			appswildcard 192.0.2.10 {
+				zone ocp4.example.com
+			}
+			mdnsnodes {
+				zone ocp4.example.com
+				cluster ocp4
+				bind 127.0.0.1
+			}
+		}`,
+	}
+	for name, corefile := range blocks {
+		t.Run(name, func(t *testing.T) {
+			udp, tcp := startServer(t, corefile)
+			for _, tc := range []struct {
+				qname  string
+				opcode int
+			}{
+				{"api-int.ocp4.example.com.", dns.OpcodeNotify},
+				{"x.apps.ocp4.example.com.", dns.OpcodeNotify},
+				{"master-0.ocp4.example.com.", dns.OpcodeNotify},
+				{"api-int.ocp4.example.com.", dns.OpcodeUpdate},
+			} {
+				for _, nt := range []struct{ net, addr string }{{"udp", udp}, {"tcp", tcp}} {
+					m := new(dns.Msg)
+					m.SetQuestion(tc.qname, dns.TypeA)
+					m.Opcode = tc.opcode
+					c := &dns.Client{Net: nt.net, Timeout: 2 * time.Second}
+					r, _, err := c.Exchange(m, nt.addr)
+					if err != nil {
+						t.Fatalf("%s %s over %s: %v", dns.OpcodeToString[tc.opcode], tc.qname, nt.net, err)
+					}
+					if r.Rcode != dns.RcodeNotImplemented || len(r.Answer) != 0 {
+						t.Errorf("%s %s over %s: %s with %d answers, want NOTIMP and none", dns.OpcodeToString[tc.opcode], tc.qname, nt.net, dns.RcodeToString[r.Rcode], len(r.Answer))
+					}
+				}
+			}
+		})
+	}
+}

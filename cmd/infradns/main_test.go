@@ -68,7 +68,7 @@ func TestRender(t *testing.T) {
 	for file, wants := range map[string][]string{
 		k: {"router_id master-0", "vrrp_instance ocp4_api_v4 {", "vrrp_instance ocp4_api_v6 {", "virtual_router_id 222",
 			"interface ens3", `file "/run/infradns/track/ocp4-api.health"`, "192.0.2.5/32", "2001:db8::5/128"},
-		h: {"server api-198-51-100-11 198.51.100.11:6443", "server api-198-51-100-13 198.51.100.13:6443", "bind :::9445 v4v6"},
+		h: {"server addr_198-51-100-11_v4 198.51.100.11:6443", "server addr_198-51-100-13_v4 198.51.100.13:6443", "bind :::9445 v4v6"},
 	} {
 		got, err := os.ReadFile(file)
 		if err != nil {

@@ -17,7 +17,11 @@ import (
 // file in the same directory (so the rename cannot cross file systems), which
 // is synced, given the mode, and renamed over path; then the directory is
 // synced so the rename survives a crash. An existing file keeps its mode;
-// mode is used for a new file. On any error path is left as it was.
+// mode is used for a new file. An error before the rename leaves path as it
+// was (false); an error syncing the directory after it comes with true: the
+// file did change, and a caller that reloads on a change must still do so
+// (reporting "not written" would make the retry find equal bytes and never
+// reload).
 func WriteIfChanged(path string, data []byte, mode fs.FileMode) (bool, error) {
 	old, err := os.ReadFile(path)
 	switch {
@@ -32,55 +36,55 @@ func WriteIfChanged(path string, data []byte, mode fs.FileMode) (bool, error) {
 	default:
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := replace(path, data, mode); err != nil {
-		return false, err
-	}
-	return true, nil
+	return replace(path, data, mode)
 }
 
-// rename is replaced by tests to fail at the last step, after the temp file
-// is complete.
-var rename = os.Rename
+// rename and openDir are replaced by tests to fail at the last steps.
+var (
+	rename  = os.Rename
+	openDir = os.Open
+)
 
-func replace(path string, data []byte, mode fs.FileMode) (err error) {
+func replace(path string, data []byte, mode fs.FileMode) (changed bool, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return false, fmt.Errorf("write %s: %w", path, err)
 	}
 	defer func() {
-		if err != nil {
+		if err != nil && !changed {
 			_ = tmp.Close()
 			_ = os.Remove(tmp.Name())
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return false, fmt.Errorf("write %s: %w", path, err)
 	}
 	// CreateTemp makes 0600 files; chmod on the descriptor also escapes the umask.
 	if err = tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return false, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync: %w", path, err)
+		return false, fmt.Errorf("write %s: sync: %w", path, err)
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return false, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return false, fmt.Errorf("write %s: %w", path, err)
 	}
-	d, err := os.Open(dir)
+	// The file is replaced; from here only its durability across a crash
+	// is unsure.
+	d, err := openDir(dir)
 	if err != nil {
-		// The file is replaced; only its durability across a crash is unsure.
-		return fmt.Errorf("write %s: open directory to sync: %w", path, err)
+		return true, fmt.Errorf("write %s: replaced, but open directory to sync: %w", path, err)
 	}
 	defer d.Close()
 	if err = d.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync directory: %w", path, err)
+		return true, fmt.Errorf("write %s: replaced, but sync directory: %w", path, err)
 	}
-	return nil
+	return true, nil
 }

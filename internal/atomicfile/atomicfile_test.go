@@ -81,6 +81,25 @@ func TestWriteIfChangedFailureKeepsOld(t *testing.T) {
 	assertNoTemp(t, dir, 2)
 }
 
+// TestWriteIfChangedReportsReplaced: when the rename succeeded but the
+// directory cannot be synced, the file did change and the call says so
+// with the error; a caller that reloads on a change must not lose it.
+func TestWriteIfChangedReportsReplaced(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	openDir = func(string) (*os.File, error) { return nil, errors.New("injected open failure") }
+	t.Cleanup(func() { openDir = os.Open })
+	wrote, err := WriteIfChanged(p, []byte("new\n"), 0o644)
+	if err == nil || !wrote {
+		t.Fatalf("wrote=%v err=%v, want true and the error", wrote, err)
+	}
+	assertFile(t, p, "new\n", 0o644)
+	assertNoTemp(t, dir, 1)
+}
+
 func assertFile(t *testing.T, p, want string, mode os.FileMode) {
 	t.Helper()
 	b, err := os.ReadFile(p)

@@ -45,6 +45,10 @@ const (
 	NXDomain    Result = "nxdomain"    // nobody in the authority owns the name
 	Fallthrough Result = "fallthrough" // nobody owns the name and fallthrough is set
 	Passed      Result = "passed"      // not ours; a later member may own it
+	// NotImplemented: an opcode other than QUERY (NOTIFY, UPDATE, ...) for
+	// an owned zone. An authoritative server that does not implement it
+	// says so (NOTIMP, RFC 1035 4.1.1), never answers it as a query.
+	NotImplemented Result = "notimp"
 )
 
 // nsLabel is the name of the zone's nameserver below the apex. It resolves to the

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ type Options struct {
 	// IngressNodes and the ingress service is ignored. mdnsnodes needs no
 	// EndpointSlice, and its identity may only be allowed to read Nodes.
 	NodesOnly bool
+	// Dropped, when set, hears of each value the API sent that no snapshot
+	// carries (once per distinct value while the watch runs).
+	Dropped func(Drop)
 }
 
 // NewOptions returns Options with the defaults set.
@@ -108,7 +112,7 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	nodes := newNotifyStore(trimNode, enqueue)
 	refls := []*cache.Reflector{w.reflector("nodes", w.client.Nodes(), &corev1.Node{}, nodes)}
 	synced := []cache.InformerSynced{nodes.HasSynced}
-	l := listers{nodes: corelisters.NewNodeLister(nodes)}
+	l := listers{nodes: corelisters.NewNodeLister(nodes), drops: &dropper{report: w.opts.Dropped, seen: map[Drop]bool{}}}
 	if !w.opts.NodesOnly {
 		api := newNotifyStore(nil, enqueue)
 		ing := newNotifyStore(nil, enqueue)
@@ -165,22 +169,29 @@ type listers struct {
 	nodes   corelisters.NodeLister
 	api     discoverylisters.EndpointSliceLister
 	ingress discoverylisters.EndpointSliceLister
+	drops   *dropper
 }
 
+// snapshot is what the stores hold, every value checked on its way in:
+// Node names, addresses, ports and endpoint node names end up in
+// keepalived.conf and haproxy.cfg, which root runs. A value that fails is
+// left out (and reported); it never reaches a render.
 func (l listers) snapshot() cluster.Snapshot {
 	var s cluster.Snapshot
 	nodes, _ := l.nodes.List(labels.Everything()) // a cache lister never fails
 	for _, n := range nodes {
-		s.Nodes = append(s.Nodes, ToNode(n))
+		if node, ok := toNode(n, l.drops.add); ok {
+			s.Nodes = append(s.Nodes, node)
+		}
 	}
 	slices.SortFunc(s.Nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
 	if l.api == nil {
 		return s
 	}
 	apis, _ := l.api.List(labels.Everything())
-	s.APIServers = ReadyEndpoints(apis)
+	s.APIServers = readyEndpoints(apis, l.drops.add)
 	ings, _ := l.ingress.List(labels.Everything())
-	s.IngressNodes = ReadyNodes(ings)
+	s.IngressNodes = readyNodes(ings, l.drops.add)
 	return s
 }
 
@@ -188,8 +199,21 @@ func (l listers) snapshot() cluster.Snapshot {
 var controlPlaneLabels = []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"}
 
 // ToNode cuts a Node down to what the render needs: its InternalIP
-// addresses and whether it is in the control plane.
+// addresses and whether it is in the control plane. Values that fail the
+// checks of toNode are left out silently; the watcher reports them.
 func ToNode(n *corev1.Node) cluster.Node {
+	node, _ := toNode(n, func(Drop) {})
+	return node
+}
+
+// toNode is ToNode with the checks: a Node whose name is no Node name is
+// left out whole (false), an address that is no plain unicast address (an
+// IPv6 zone can carry any text, newlines included) is left out alone.
+func toNode(n *corev1.Node, drop func(Drop)) (cluster.Node, bool) {
+	if err := cluster.CheckNodeName(n.Name); err != nil {
+		drop(Drop{Object: "Node", Field: "name", Value: n.Name, Reason: ReasonName})
+		return cluster.Node{}, false
+	}
 	out := cluster.Node{Name: n.Name}
 	for _, l := range controlPlaneLabels {
 		if _, ok := n.Labels[l]; ok {
@@ -200,21 +224,40 @@ func ToNode(n *corev1.Node) cluster.Node {
 		if a.Type != corev1.NodeInternalIP {
 			continue
 		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil {
-			out.Addresses = append(out.Addresses, ip.Unmap())
+		if ip, ok := unicast(a.Address, "Node "+n.Name, "InternalIP", drop); ok {
+			out.Addresses = append(out.Addresses, ip)
 		}
 	}
 	slices.SortFunc(out.Addresses, netip.Addr.Compare)
-	return out
+	return out, true
+}
+
+// unicast parses an address from the API, or reports why it is dropped.
+func unicast(s, object, field string, drop func(Drop)) (netip.Addr, bool) {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		drop(Drop{Object: object, Field: field, Value: s, Reason: ReasonAddress})
+		return netip.Addr{}, false
+	}
+	if cluster.CheckUnicast(ip) != nil {
+		drop(Drop{Object: object, Field: field, Value: s, Reason: ReasonUnicast})
+		return netip.Addr{}, false
+	}
+	return ip.Unmap(), true
 }
 
 // ReadyEndpoints are the ready addresses of the slices with their port,
 // sorted and without duplicates. A nil Ready condition means ready (the
 // EndpointSlice API's rule); a terminating endpoint is not ready.
 func ReadyEndpoints(slicesIn []*discoveryv1.EndpointSlice) []netip.AddrPort {
+	return readyEndpoints(slicesIn, func(Drop) {})
+}
+
+func readyEndpoints(slicesIn []*discoveryv1.EndpointSlice, drop func(Drop)) []netip.AddrPort {
 	var out []netip.AddrPort
 	for _, sl := range slicesIn {
-		port, ok := slicePort(sl)
+		object := "EndpointSlice " + sl.Namespace + "/" + sl.Name
+		port, ok := slicePort(sl, object, drop)
 		if !ok {
 			continue
 		}
@@ -223,8 +266,8 @@ func ReadyEndpoints(slicesIn []*discoveryv1.EndpointSlice) []netip.AddrPort {
 				continue
 			}
 			for _, a := range ep.Addresses {
-				if ip, err := netip.ParseAddr(a); err == nil {
-					out = append(out, netip.AddrPortFrom(ip.Unmap(), port))
+				if ip, ok := unicast(a, object, "address", drop); ok {
+					out = append(out, netip.AddrPortFrom(ip, port))
 				}
 			}
 		}
@@ -235,12 +278,21 @@ func ReadyEndpoints(slicesIn []*discoveryv1.EndpointSlice) []netip.AddrPort {
 
 // ReadyNodes are the names of the nodes that hold a ready endpoint.
 func ReadyNodes(slicesIn []*discoveryv1.EndpointSlice) []string {
+	return readyNodes(slicesIn, func(Drop) {})
+}
+
+func readyNodes(slicesIn []*discoveryv1.EndpointSlice, drop func(Drop)) []string {
 	var out []string
 	for _, sl := range slicesIn {
 		for _, ep := range sl.Endpoints {
-			if ready(ep) && ep.NodeName != nil && *ep.NodeName != "" {
-				out = append(out, *ep.NodeName)
+			if !ready(ep) || ep.NodeName == nil || *ep.NodeName == "" {
+				continue
 			}
+			if cluster.CheckNodeName(*ep.NodeName) != nil {
+				drop(Drop{Object: "EndpointSlice " + sl.Namespace + "/" + sl.Name, Field: "nodeName", Value: *ep.NodeName, Reason: ReasonName})
+				continue
+			}
+			out = append(out, *ep.NodeName)
 		}
 	}
 	slices.Sort(out)
@@ -252,11 +304,16 @@ func ready(ep discoveryv1.Endpoint) bool {
 }
 
 // slicePort is the port of the slice: the "https" one of default/kubernetes,
-// else the first with a number.
-func slicePort(sl *discoveryv1.EndpointSlice) (uint16, bool) {
+// else the first with a number. A port out of [1, 65535] is dropped (as a
+// uint16 70000 would have been 4464).
+func slicePort(sl *discoveryv1.EndpointSlice, object string, drop func(Drop)) (uint16, bool) {
 	var first *int32
 	for _, p := range sl.Ports {
 		if p.Port == nil {
+			continue
+		}
+		if *p.Port < 1 || *p.Port > 65535 {
+			drop(Drop{Object: object, Field: "port", Value: strconv.Itoa(int(*p.Port)), Reason: ReasonPort})
 			continue
 		}
 		if p.Name != nil && *p.Name == "https" {

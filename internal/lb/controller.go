@@ -110,6 +110,13 @@ func (c *Controller) Apply(ctx context.Context, s cluster.Snapshot) error {
 		if ctx.Err() != nil {
 			return nil // shutting down: a killed validator is no verdict
 		}
+		if changed {
+			// Even with an error: the file was replaced (only syncing its
+			// directory failed), so the daemon must be reloaded.
+			c.Log.Infof("wrote %s", o.Path)
+			call1(c.Hooks.Written, o.Kind)
+			c.pending[o.Kind] = true
+		}
 		var ve *ValidationError
 		switch {
 		case errors.As(err, &ve):
@@ -117,13 +124,11 @@ func (c *Controller) Apply(ctx context.Context, s cluster.Snapshot) error {
 			c.Log.Errorf("keeping %s: %v", o.Path, err)
 			call2(c.Hooks.Invalid, o.Kind, err)
 			continue
-		case err != nil:
+		case err != nil && !changed:
 			errs = append(errs, err)
 			continue
-		case changed:
-			c.Log.Infof("wrote %s", o.Path)
-			call1(c.Hooks.Written, o.Kind)
-			c.pending[o.Kind] = true
+		case err != nil:
+			errs = append(errs, err) // retried; the reload below still runs
 		}
 		if c.pending[o.Kind] && o.Reloader != nil {
 			err := o.Reloader.Reload(ctx)

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/infradns/infradns/internal/atomicfile"
 )
 
 type nopLog struct{ t *testing.T }
@@ -187,5 +190,33 @@ func TestControllerGate(t *testing.T) {
 	c.Gate = nil
 	if err := c.Apply(ctx, snap(3, false)); err != nil || kr.n != 1 {
 		t.Errorf("After the gate opened: %v, keepalived reloads %d", err, kr.n)
+	}
+}
+
+// TestControllerReloadsAReplacedFile: a write that replaced the file but
+// could not sync its directory reports the change with the error; the
+// daemon is reloaded all the same (the defect: a file reported "not
+// written" was never reloaded, since the retry found equal bytes).
+func TestControllerReloadsAReplacedFile(t *testing.T) {
+	c, kr, hr, counts := newController(t, rejectValidator{})
+	failed := false
+	writeFile = func(path string, data []byte, mode fs.FileMode) (bool, error) {
+		changed, err := atomicfile.WriteIfChanged(path, data, mode)
+		if changed && !failed && strings.HasSuffix(path, "haproxy.cfg") {
+			failed = true
+			return true, errors.New("injected: replaced, but sync directory failed")
+		}
+		return changed, err
+	}
+	t.Cleanup(func() { writeFile = atomicfile.WriteIfChanged })
+	ctx := context.Background()
+	if err := c.Apply(ctx, snap(3, false)); err == nil {
+		t.Fatal("Apply hid the durability error")
+	}
+	if hr.n != 1 || kr.n != 1 || counts["written"] != 2 {
+		t.Errorf("reloads keepalived %d haproxy %d, written %d: want the replaced file reloaded", kr.n, hr.n, counts["written"])
+	}
+	if err := c.Apply(ctx, snap(3, false)); err != nil || hr.n != 1 {
+		t.Errorf("retry: %v, haproxy reloads %d, want no second reload", err, hr.n)
 	}
 }

@@ -101,7 +101,8 @@ var (
 // Desired computes the configuration for this node: the groups Assign lets
 // it hold become VRRP instances, the ready apiservers haproxy's backends.
 // It never returns a result with an empty backend list or, in unicast mode,
-// an empty peer list: see ErrNoBackends and ErrNoPeers.
+// an empty peer list (ErrNoBackends, ErrNoPeers), nor one with a value a
+// field may not hold (ErrUnsafe).
 func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 	spec := m.Spec()
 	if spec.Interface == "" || spec.Interface == "auto" || spec.Node == "" {
@@ -157,6 +158,9 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 			d.Instances = append(d.Instances, in)
 		}
 	}
+	if err := d.check(); err != nil {
+		return Plan{}, err
+	}
 	return d, nil
 }
 
@@ -199,7 +203,13 @@ func unicast(instance, node string, selfIPs []netip.Addr, peers []cluster.Node, 
 }
 
 // backends are the ready apiservers, or the static ones while there are
-// none (bootstrap), named after their node where one has the address.
+// none (bootstrap). Server names are unique by construction, as haproxy
+// refuses a file with two servers of one name: NODE_FAMILY for a node's
+// apiserver (master-0_v4), addr_ADDRESS_FAMILY for an address no node has,
+// and NODE_ADDRESS_PORT when a node has several apiservers of a family. A
+// Node name never holds '_', and the parts after it differ in shape, so no
+// two backends get one name whatever the Nodes are called (with NODE-2
+// suffixes a Node called master-0-2 once stopped every render).
 func backends(s cluster.Snapshot, spec cluster.Spec, nodes []cluster.Node) ([]Backend, error) {
 	eps := s.APIServers
 	if len(eps) == 0 {
@@ -214,24 +224,32 @@ func backends(s cluster.Snapshot, spec cluster.Spec, nodes []cluster.Node) ([]Ba
 	}
 	slices.SortFunc(eps, func(a, b netip.AddrPort) int { return a.Compare(b) })
 	eps = slices.Compact(eps)
-	used := map[string]int{}
-	out := make([]Backend, 0, len(eps))
-	for _, e := range eps {
-		name := "api-" + strings.NewReplacer(".", "-", ":", "-").Replace(e.Addr().String())
+	who := make([]string, len(eps))
+	count := map[string]int{}
+	for i, e := range eps {
+		who[i] = "addr_" + addrWord(e.Addr())
 		for _, n := range nodes {
 			if slices.Contains(n.Addresses, e.Addr()) {
-				name = n.Name
+				who[i] = n.Name
 				break
 			}
 		}
-		// A node with an apiserver per family, or on two ports, still needs
-		// unique server names.
-		if used[name]++; used[name] > 1 {
-			name = fmt.Sprintf("%s-%d", name, used[name])
+		count[who[i]+"_"+cluster.Family(e.Addr())]++
+	}
+	out := make([]Backend, 0, len(eps))
+	for i, e := range eps {
+		name := who[i] + "_" + cluster.Family(e.Addr())
+		if count[name] > 1 {
+			name = fmt.Sprintf("%s_%s_%d", who[i], addrWord(e.Addr()), e.Port())
 		}
 		out = append(out, Backend{Name: name, Address: e.String()})
 	}
 	return out, nil
+}
+
+// addrWord is an address as a server name part: dots and colons as '-'.
+func addrWord(a netip.Addr) string {
+	return strings.NewReplacer(".", "-", ":", "-").Replace(a.String())
 }
 
 // authPass is OpenShift's "<cluster>_<group>_vip", cut to the 8 characters

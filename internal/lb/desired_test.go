@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"slices"
@@ -112,14 +113,43 @@ func TestDesiredBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Backend{
-		{"master-0", "198.51.100.11:6443"},
-		{"master-1", "198.51.100.12:6443"},
-		{"api-198-51-100-99", "198.51.100.99:6443"},
-		{"master-0-2", "[2001:db8:1::11]:6443"},
-		{"master-1-2", "[2001:db8:1::12]:6443"},
+		{"master-0_v4", "198.51.100.11:6443"},
+		{"master-1_v4", "198.51.100.12:6443"},
+		{"addr_198-51-100-99_v4", "198.51.100.99:6443"},
+		{"master-0_v6", "[2001:db8:1::11]:6443"},
+		{"master-1_v6", "[2001:db8:1::12]:6443"},
 	}
 	if !slices.Equal(p.HAProxy.Backends, want) {
 		t.Errorf("Backends = %v, want %v", p.HAProxy.Backends, want)
+	}
+
+	// Names are unique whatever the Nodes are called and however many
+	// apiservers a node has (the defect: a Node named master-0-2 collided
+	// with master-0's second server, and haproxy -c refused every render).
+	s = Snapshot{Nodes: []Node{
+		{Name: "master-0", ControlPlane: true, Addresses: ips("198.51.100.11", "198.51.100.21", "2001:db8:1::11")},
+		{Name: "master-0-2", ControlPlane: true, Addresses: ips("198.51.100.12")},
+		{Name: "master-0_v4", ControlPlane: true, Addresses: ips("198.51.100.13")}, // not a Node name, but still unique
+		{Name: "addr", ControlPlane: true, Addresses: ips("198.51.100.14")},
+	}, APIServers: []netip.AddrPort{ap("198.51.100.11:6443"), ap("198.51.100.11:6444"), ap("198.51.100.21:6443"),
+		ap("[2001:db8:1::11]:6443"), ap("198.51.100.12:6443"), ap("198.51.100.13:6443"), ap("198.51.100.14:6443"),
+		ap("198.51.100.99:6443"), ap("198.51.100.99:6444")}}
+	p, err = Desired(s, config(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, b := range p.HAProxy.Backends {
+		if prev, dup := seen[b.Name]; dup {
+			t.Errorf("server name %s for %s and %s", b.Name, prev, b.Address)
+		}
+		seen[b.Name] = b.Address
+	}
+	if len(seen) != len(s.APIServers) {
+		t.Errorf("%d names for %d apiservers: %v", len(seen), len(s.APIServers), p.HAProxy.Backends)
+	}
+	if h, err := RenderHAProxy(p); err != nil || !bytes.Contains(h, []byte("server master-0_198-51-100-11_6444 198.51.100.11:6444")) {
+		t.Errorf("haproxy.cfg (%v):\n%s", err, h)
 	}
 
 	// Endpoints win over static backends once the API lists them.
@@ -131,5 +161,41 @@ func TestDesiredBackends(t *testing.T) {
 	}
 	if len(p.HAProxy.Backends) != 1 || p.HAProxy.Backends[0].Address != "198.51.100.11:6443" {
 		t.Errorf("Backends = %v, want the endpoint, not the static backend", p.HAProxy.Backends)
+	}
+}
+
+// TestDesiredRefusesUnsafe: values that should never get past the API watch
+// (internal/kube drops them) refuse the whole snapshot if they reach the
+// render anyway; nothing a parser would act on reaches the text.
+func TestDesiredRefusesUnsafe(t *testing.T) {
+	zoned := netip.MustParseAddr("fd00::3%eth0}\n notify_master \"/bin/sh\"\n{")
+	tests := []struct {
+		name string
+		s    func(*Snapshot)
+		c    func(*cluster.Spec)
+	}{
+		{name: "node name in a server name", s: func(s *Snapshot) { s.Nodes[1].Name = "master-1\n}\nglobal" }},
+		{name: "zoned peer", s: func(s *Snapshot) { s.Nodes[1].Addresses = []netip.Addr{zoned} }, c: func(c *cluster.Spec) {
+			c.APIVIPs, c.IngressVIPs, c.VRRP.Unicast = ips("2001:db8::5"), nil, true
+			c.NodeIPs = ips("2001:db8:1::11")
+		}},
+		{name: "zoned apiserver", s: func(s *Snapshot) { s.APIServers = append(s.APIServers, netip.AddrPortFrom(zoned, 6443)) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := snap(3, false), spec(false)
+			if tc.s != nil {
+				tc.s(&s)
+			}
+			if tc.c != nil {
+				tc.c(&c)
+			}
+			p, err := Desired(s, mustModel(c))
+			if !errors.Is(err, ErrUnsafe) {
+				k, _ := RenderKeepalived(p)
+				h, _ := RenderHAProxy(p)
+				t.Fatalf("Err = %v, want ErrUnsafe; rendered:\n%s\n%s", err, k, h)
+			}
+		})
 	}
 }

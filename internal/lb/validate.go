@@ -125,5 +125,8 @@ func Install(ctx context.Context, v Validator, k Kind, path string, data []byte)
 	if err := v.Validate(ctx, k, data); err != nil {
 		return false, err
 	}
-	return atomicfile.WriteIfChanged(path, data, 0o644)
+	return writeFile(path, data, 0o644)
 }
+
+// writeFile is replaced by tests to fail after the file was replaced.
+var writeFile = atomicfile.WriteIfChanged

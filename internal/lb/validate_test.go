@@ -80,7 +80,7 @@ func TestValidateRejectsBroken(t *testing.T) {
 		{"haproxy unknown backend", HAProxyCfg, "default_backend ocp4_api", "default_backend ocp4_nosuch"},
 		{"haproxy bad server address", HAProxyCfg, "198.51.100.12:6443", "198.51.100.300:6443"},
 		{"haproxy missing timeouts (warning)", HAProxyCfg, "    timeout connect 5s\n", ""},
-		{"haproxy duplicate server", HAProxyCfg, "server master-1 ", "server master-0 "},
+		{"haproxy duplicate server", HAProxyCfg, "server master-1_v4 ", "server master-0_v4 "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

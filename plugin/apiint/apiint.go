@@ -54,6 +54,10 @@ func (a *APIInt) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 	if zone == "" {
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
+	if r.Opcode != dns.OpcodeQuery {
+		requestCount.Inc(ctx, authority.NotImplemented)
+		return dns.RcodeNotImplemented, nil
+	}
 	if set, ok := a.names[q.Name]; ok {
 		rc, res := a.Write(w, r, zone, set.RRs(q.QName, q.Type, a.ttl))
 		requestCount.Inc(ctx, res)

@@ -63,6 +63,10 @@ func (a *AppsWildcard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	if zone == "" {
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
+	if r.Opcode != dns.OpcodeQuery {
+		requestCount.Inc(ctx, authority.NotImplemented)
+		return dns.RcodeNotImplemented, nil
+	}
 	for i := range a.wildcards {
 		wc := &a.wildcards[i]
 		if q.Name == wc.Domain {

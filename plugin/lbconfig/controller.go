@@ -198,6 +198,10 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	var applyMu sync.Mutex
 	o := kube.NewOptions()
 	o.IngressNamespace, o.IngressService = ctl.Model.IngressService()
+	o.Dropped = func(d kube.Drop) {
+		droppedValues.WithLabelValues(d.Field, d.Reason).Inc()
+		log.Warningf("left out of the render: %s %s %q (%s)", d.Object, d.Field, d.Value, d.Reason)
+	}
 	var w atomic.Pointer[kube.Watcher]
 	var wg sync.WaitGroup
 	defer wg.Wait()

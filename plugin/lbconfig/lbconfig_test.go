@@ -23,6 +23,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,7 +120,7 @@ func TestLifecycleWithAPI(t *testing.T) {
 	defer l.Stop()
 
 	haproxy := filepath.Join(dir, "haproxy.cfg")
-	waitFile(t, haproxy, func(s string) bool { return strings.Contains(s, "server master-2 198.51.100.13:6443") })
+	waitFile(t, haproxy, func(s string) bool { return strings.Contains(s, "server master-2_v4 198.51.100.13:6443") })
 	waitFile(t, filepath.Join(dir, "reloads"), func(s string) bool { return s == "k\nh\n" })
 	if !l.Ready() {
 		t.Error("Not ready after the first render")
@@ -140,6 +141,56 @@ func TestLifecycleWithAPI(t *testing.T) {
 	l.Stop() // idempotent
 }
 
+// TestHostileAPI: an API that sends hostile values (a Node name and an
+// InternalIP zone that would close a keepalived block and add a
+// notify_master script, a zoned and a loopback apiserver, a port out of
+// range) gets the good values rendered, validated by the real keepalived
+// and haproxy, and the bad ones counted, never written.
+func TestHostileAPI(t *testing.T) {
+	l, dir := newPlugin(t, "unicast\nnode-ip 198.51.100.11")
+	evil := masterNode("master-2", "198.51.100.13")
+	evil.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.13%eth0}\n notify_master \"/bin/sh -c id\"\n{"}}
+	bad := apiSlice("198.51.100.11", "fd00::1%lo}\n    server x 127.0.0.1:22 check\n", "::1")
+	bad.Name = "kubernetes-bad"
+	port := int32(70000)
+	badPort := apiSlice("198.51.100.99")
+	badPort.Name, badPort.Ports[0].Port = "kubernetes-port", &port
+	client := fake.NewClientset(
+		masterNode("master-0", "198.51.100.11"), masterNode("master-1", "198.51.100.12"),
+		masterNode("master-3\n}\nglobal_defs {", "198.51.100.14"), evil,
+		apiSlice("198.51.100.11", "198.51.100.12"), bad, badPort,
+	)
+	l.newClient = func() (kube.Client, error) { return kubefake.FromClientset(client), nil }
+	dropped := func() float64 {
+		n := 0.0
+		for _, f := range []string{"name", "InternalIP", "address", "port", "nodeName"} {
+			for _, r := range []string{kube.ReasonName, kube.ReasonAddress, kube.ReasonUnicast, kube.ReasonPort} {
+				n += testutil.ToFloat64(droppedValues.WithLabelValues(f, r))
+			}
+		}
+		return n
+	}
+	before := dropped()
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	haproxy, keepalived := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "keepalived.conf")
+	waitFile(t, haproxy, func(s string) bool { return strings.Contains(s, "server master-1_v4 198.51.100.12:6443") })
+	waitFile(t, keepalived, func(s string) bool { return strings.Contains(s, "198.51.100.12") })
+	for _, p := range []string{haproxy, keepalived} {
+		b, _ := os.ReadFile(p)
+		for _, bad := range []string{"notify_master", "global_defs {\n\n", "master-3", "198.51.100.13", "fd00::1", "::1", "198.51.100.99"} {
+			if strings.Contains(string(b), bad) {
+				t.Errorf("%s holds %q:\n%s", filepath.Base(p), bad, b)
+			}
+		}
+	}
+	if n := dropped() - before; n != 5 {
+		t.Errorf("dropped_values_total rose by %v, want 5 (a name, an InternalIP, two addresses, a port)", n)
+	}
+}
+
 // TestLifecycleStatic renders from static backends with no API at all.
 func TestLifecycleStatic(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
@@ -152,7 +203,7 @@ func TestLifecycleStatic(t *testing.T) {
 	}
 	defer l.Stop()
 	waitFile(t, filepath.Join(dir, "haproxy.cfg"), func(s string) bool {
-		return strings.Contains(s, "server api-198-51-100-10 198.51.100.10:6443")
+		return strings.Contains(s, "server addr_198-51-100-10_v4 198.51.100.10:6443")
 	})
 	waitFile(t, filepath.Join(dir, "reloads"), func(s string) bool { return s == "k\nh\n" })
 	deadline := time.Now().Add(10 * time.Second)
@@ -221,9 +272,9 @@ func TestLifecycleBootstrapThenAPI(t *testing.T) {
 	}
 	defer l.Stop()
 	haproxy := filepath.Join(dir, "haproxy.cfg")
-	waitFile(t, haproxy, func(s string) bool { return strings.Contains(s, "server api-198-51-100-10 198.51.100.10:6443") })
+	waitFile(t, haproxy, func(s string) bool { return strings.Contains(s, "server addr_198-51-100-10_v4 198.51.100.10:6443") })
 	waitFile(t, haproxy, func(s string) bool {
-		return strings.Contains(s, "server master-1 198.51.100.12:6443") && !strings.Contains(s, "198.51.100.10")
+		return strings.Contains(s, "server master-1_v4 198.51.100.12:6443") && !strings.Contains(s, "198.51.100.10")
 	})
 }
 

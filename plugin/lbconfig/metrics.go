@@ -56,6 +56,12 @@ var (
 		Name:      "vip_held",
 		Help:      "Whether this node holds the VIP (1) or not (0), by vip and group (api, ingress, ingress-2, ...).",
 	}, []string{"vip", "group"})
+	droppedValues = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "dropped_values_total",
+		Help:      "Counter of values from the API left out of every render, by field (name, InternalIP, address, port, nodeName) and reason.",
+	}, []string{"field", "reason"})
 	lastSuccess = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

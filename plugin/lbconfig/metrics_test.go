@@ -18,6 +18,7 @@ func TestMetricNaming(t *testing.T) {
 	reloadsCount.WithLabelValues("keepalived", "success")
 	vrrpConflicts.WithLabelValues("unknown-peer")
 	vipHeld.WithLabelValues("192.0.2.5", "api")
+	droppedValues.WithLabelValues("InternalIP", "not-unicast")
 
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
@@ -37,7 +38,7 @@ func TestMetricNaming(t *testing.T) {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
 	}
-	if n != 9 {
-		t.Errorf("Found %d lbconfig metrics, want 9", n)
+	if n != 10 {
+		t.Errorf("Found %d lbconfig metrics, want 10", n)
 	}
 }

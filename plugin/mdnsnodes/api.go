@@ -132,6 +132,9 @@ func (m *MDNSNodes) watchAPI(ctx context.Context) {
 	})
 	defer slow.Stop()
 	o := kube.NewOptions()
+	o.Dropped = func(d kube.Drop) {
+		log.Warningf("not a node record: %s %s %q (%s)", d.Object, d.Field, d.Value, d.Reason)
+	}
 	o.NodesOnly = true
 	err := kube.New(client, o).Run(ctx, func(_ context.Context, s cluster.Snapshot) error {
 		api := apiIndex(s.Nodes, m.reserved)

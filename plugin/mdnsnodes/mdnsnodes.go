@@ -186,6 +186,10 @@ func (m *MDNSNodes) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 	if zone == "" {
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
+	if r.Opcode != dns.OpcodeQuery {
+		requestCount.Inc(ctx, authority.NotImplemented)
+		return dns.RcodeNotImplemented, nil
+	}
 	if label, ok := m.nodeLabel(q.Name, zone); ok {
 		if set, ok := m.index.Load().Lookup(label); ok {
 			rc, res := m.Write(w, r, zone, set.RRs(q.QName, q.Type, m.ttl))
