@@ -28,12 +28,16 @@ LABEL org.opencontainers.image.title="infradns" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.vendor="infradns"
 RUN apt-get update \
- && apt-get install -y --no-install-recommends keepalived haproxy iproute2 ca-certificates \
+ && apt-get install -y --no-install-recommends keepalived haproxy iproute2 ca-certificates libcap2-bin \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/bin/coredns /src/bin/infradns /src/bin/mdns-publisher /usr/bin/
-# Non-root by default (mdns-publisher runs so); the static pods set
-# runAsUser: 0 where root is needed: CoreDNS (port 53, signalling keepalived)
-# and keepalived (VRRP), haproxy.
+# The DNS pod runs CoreDNS as 65532 and adds only NET_BIND_SERVICE: a
+# non-root process gets no added capability at exec (no ambient set), so the
+# binary carries it as a file capability, as CoreDNS's own image does.
+RUN setcap cap_net_bind_service=+ep /usr/bin/coredns
+# Non-root by default (the DNS pod and mdns-publisher run so); the static
+# pods set runAsUser: 0 where root is needed: lbconfig (signalling and
+# writing for root's daemons), keepalived (VRRP), haproxy.
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/coredns"]
 CMD ["-conf", "/etc/infradns/Corefile"]

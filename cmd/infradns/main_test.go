@@ -156,9 +156,9 @@ func TestRenderNode(t *testing.T) {
 	if _, err := os.Stat(haproxy); !os.IsNotExist(err) {
 		t.Errorf("%s left behind: %v", haproxy, err)
 	}
-	core, err := os.ReadFile(filepath.Join(root, "etc/infradns/Corefile"))
+	core, err := os.ReadFile(filepath.Join(root, "etc/infradns/lbconfig.Corefile"))
 	if err != nil || !strings.Contains(string(core), "node master-0") || strings.Contains(string(core), "backends") {
-		t.Fatalf("worker Corefile (%v):\n%s", err, core)
+		t.Fatalf("worker lbconfig.Corefile (%v):\n%s", err, core)
 	}
 
 	if err := run(context.Background(), []string{"render-node", "-f", example}, &bytes.Buffer{}); err == nil {

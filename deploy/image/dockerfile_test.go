@@ -39,7 +39,7 @@ var wantLabels = map[string]string{
 
 // wantPackages are installed in the final stage: keepalived and haproxy run
 // from this image and lbconfig validates with them.
-var wantPackages = []string{"keepalived", "haproxy", "iproute2", "ca-certificates"}
+var wantPackages = []string{"keepalived", "haproxy", "iproute2", "ca-certificates", "libcap2-bin"}
 
 // checkDockerfile returns every problem found in the Dockerfile text df;
 // none means it is good.
@@ -145,6 +145,9 @@ func checkDockerfile(df []byte, s spec) []string {
 	var entrypoint, cmd *instructions.ShellDependantCmdLine
 	installed := map[string]bool{}
 	finalVersionArg := false
+	// The DNS pod runs coredns as non-root: the file capability must be set
+	// after the binary is copied in.
+	copiedCoreDNS, capSet := false, false
 	for _, c := range final.Commands {
 		switch c := c.(type) {
 		case *instructions.ArgCommand:
@@ -163,6 +166,7 @@ func checkDockerfile(df []byte, s spec) []string {
 					bad("COPY --from=build %s: not in %s, where make build writes", p, binDir)
 				}
 				copied = append(copied, path.Base(p))
+				copiedCoreDNS = copiedCoreDNS || path.Base(p) == "coredns"
 			}
 		case *instructions.LabelCommand:
 			for _, kv := range c.Labels {
@@ -176,6 +180,9 @@ func checkDockerfile(df []byte, s spec) []string {
 			cmd = &c.ShellDependantCmdLine
 		case *instructions.RunCommand:
 			line := strings.Join(c.CmdLine, " ")
+			if copiedCoreDNS && strings.Contains(line, "setcap cap_net_bind_service=+ep /usr/bin/coredns") {
+				capSet = true
+			}
 			for _, part := range strings.Split(line, "&&") {
 				f := strings.Fields(part)
 				if len(f) < 2 || f[0] != "apt-get" || !slices.Contains(f, "install") {
@@ -214,6 +221,9 @@ func checkDockerfile(df []byte, s spec) []string {
 		case want != "" && got != want:
 			bad("LABEL %s=%q, want %q", k, got, want)
 		}
+	}
+	if !capSet {
+		bad("final stage does not setcap cap_net_bind_service=+ep /usr/bin/coredns after copying it: the non-root DNS pod could not bind port 53")
 	}
 	if !finalVersionArg {
 		bad("final stage has no ARG VERSION: the version label would be empty")
@@ -340,6 +350,7 @@ func TestCheckDockerfileFails(t *testing.T) {
 		{name: "root user", old: "USER 65532:65532", new: "USER root", want: `USER "root"`},
 		{name: "uid 0", old: "USER 65532:65532", new: "USER 0:0", want: `USER "0:0"`},
 		{name: "no haproxy", old: " haproxy iproute2", new: " iproute2", want: "does not apt-get install haproxy"},
+		{name: "no file capability", old: "RUN setcap cap_net_bind_service=+ep /usr/bin/coredns\n", new: "", want: "does not setcap"},
 		{name: "recommends", old: " --no-install-recommends", new: "", want: "without --no-install-recommends"},
 		{name: "label missing", old: "org.opencontainers.image.vendor=", new: "org.example.vendor=",
 			want: "no LABEL org.opencontainers.image.vendor"},

@@ -58,6 +58,9 @@ type File struct {
 	LBPort         uint16
 	HealthPort     uint16
 	IngressService string
+	// MetricsAddress is where the metrics endpoints listen (loopback when
+	// not set).
+	MetricsAddress netip.Addr
 
 	// lines maps each key the file sets to its line.
 	lines map[string]int
@@ -95,6 +98,7 @@ var keys = map[string]key{
 	"lbPort":               {"a port", port(func(f *File) *uint16 { return &f.LBPort })},
 	"lbHealthPort":         {"a port", port(func(f *File) *uint16 { return &f.HealthPort })},
 	"ingressService":       {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
+	"metricsAddress":       {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
 }
 
 // Parse reads a cluster file. Errors say FILE:LINE: KEY: what is wrong, in
@@ -291,6 +295,21 @@ func addrs(field func(*File) *[]netip.Addr) func(*File, *yaml.Node) error {
 			out = append(out, a.Unmap())
 		}
 		*field(f) = out
+		return nil
+	}
+}
+
+func addr(field func(*File) *netip.Addr) func(*File, *yaml.Node) error {
+	return func(f *File, n *yaml.Node) error {
+		v, err := scalar(n)
+		if err != nil {
+			return err
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return fmt.Errorf("%q is not an IP address", v)
+		}
+		*field(f) = a.Unmap()
 		return nil
 	}
 }

@@ -101,9 +101,11 @@ func TestFileRefuses(t *testing.T) {
 		{"stub upstream", edit(map[string]string{"upstreams": "upstreams: [127.0.0.53]"}), "c.yaml:9: upstreams: 127.0.0.53 would loop back to this node"},
 		{"vip upstream", edit(map[string]string{"upstreams": "upstreams: [192.0.2.5]"}), "c.yaml:9: upstreams: 192.0.2.5 would loop back to this node"},
 		{"key elsewhere", edit(nil, "mdnsKey: /root/mdns.key"), `c.yaml:11: mdnsKey: "/root/mdns.key" must be in /etc/infradns (the directory the pods mount)`},
-		{"port of coredns", edit(nil, "lbPort: 9153"), "c.yaml:11: lbPort: 9153 is taken by CoreDNS or mdns-publisher"},
+		{"port of coredns", edit(nil, "lbPort: 9153"), "c.yaml:11: lbPort: 9153 is taken by CoreDNS, lbconfig or mdns-publisher"},
 		{"bad listen", edit(nil, `listen: ["not an iface"]`), `c.yaml:11: listen: "not an iface" is neither an address nor an interface name`},
 		{"bad namespace", edit(nil, "namespace: Kube_System"), `c.yaml:11: namespace: "Kube_System" is not a namespace name`},
+		{"metrics on a multicast address", edit(nil, "metricsAddress: 224.0.0.1"), `c.yaml:11: metricsAddress: 224.0.0.1: an address to listen on (loopback, the node's, or 0.0.0.0)`},
+		{"metrics on a name", edit(nil, "metricsAddress: localhost"), `c.yaml:11: metricsAddress: "localhost" is not an IP address (want an address)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

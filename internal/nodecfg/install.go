@@ -41,8 +41,8 @@ type Change struct {
 // file of this list that the current role does not render is removed.
 // forward.conf is not one: once seeded, it is the dispatcher's.
 func managed() []string {
-	out := []string{Corefile, ResolvEnv, DispatcherPath}
-	for _, p := range []string{"coredns", "haproxy", "keepalived", "mdns-publisher"} {
+	out := []string{Corefile, LBCorefile, ResolvEnv, DispatcherPath}
+	for _, p := range []string{"coredns", "haproxy", "keepalived", "lbconfig", "mdns-publisher"} {
 		out = append(out, ManifestDir+"/infradns-"+p+".yaml")
 	}
 	return out

@@ -73,7 +73,7 @@ func TestInstallAgain(t *testing.T) {
 	for p, want := range map[string]Action{
 		haproxy:     Remove,
 		ForwardConf: Keep,
-		Corefile:    Update,
+		LBCorefile:  Update,
 		ManifestDir + "/infradns-mdns-publisher.yaml": Unchanged,
 		ManifestDir + "/infradns-keepalived.yaml":     Update,
 	} {
@@ -85,8 +85,8 @@ func TestInstallAgain(t *testing.T) {
 		if c.Action == Remove && !strings.Contains(c.Diff(), "+++ /dev/null") {
 			t.Errorf("removal diff:\n%s", c.Diff())
 		}
-		if c.Path == Corefile && (!strings.Contains(c.Diff(), "-        haproxy /etc/infradns/lb/haproxy.cfg") || !strings.Contains(c.Diff(), "+        health-check api none")) {
-			t.Errorf("Corefile diff:\n%s", c.Diff())
+		if c.Path == LBCorefile && (!strings.Contains(c.Diff(), "-        haproxy /etc/infradns/lb/haproxy.cfg") || !strings.Contains(c.Diff(), "+        health-check api none")) {
+			t.Errorf("lbconfig Corefile diff:\n%s", c.Diff())
 		}
 	}
 	if err := Install(cs, atomicfile.WriteIfChanged); err != nil {

@@ -28,6 +28,7 @@ const (
 	LBDir          = ConfigDir + "/lb"
 	RunDir         = "/run/infradns"
 	Corefile       = ConfigDir + "/Corefile"
+	LBCorefile     = ConfigDir + "/lbconfig.Corefile"
 	ResolvEnv      = ConfigDir + "/resolv.env"
 	ForwardConf    = ConfigDir + "/forward.conf"
 	DispatcherPath = "/etc/NetworkManager/dispatcher.d/30-infradns-resolv-prepender"
@@ -42,12 +43,17 @@ const (
 	Bootstrap = "bootstrap"
 )
 
-// Fixed ports of the CoreDNS pod; the probes in the manifest use the same.
+// Fixed ports of the pods; the probes in the manifests use the same. The
+// lbconfig pod's are on loopback only.
 const (
 	healthPort           = 18080
 	readyPort            = 18181
 	metricsPort          = 9153
 	publisherMetricsPort = 9154
+	lbDNSPort            = 18053
+	lbHealthPort         = 18082
+	lbReadyPort          = 18183
+	lbMetricsPort        = 9155
 )
 
 // Output is one file to install, at its absolute path on the node.
@@ -62,7 +68,7 @@ type Output struct {
 
 // Pods are the manifests a role runs, by template name.
 func (v Values) pods() []string {
-	p := []string{"coredns", "keepalived", "mdns-publisher"}
+	p := []string{"coredns", "keepalived", "lbconfig", "mdns-publisher"}
 	if v.HAProxy {
 		p = append(p, "haproxy")
 	}
@@ -93,6 +99,9 @@ func Render(v Values) ([]Output, error) {
 	if err := add("Corefile.tmpl", Corefile, 0o644); err != nil {
 		return nil, err
 	}
+	if err := add("lbconfig.Corefile.tmpl", LBCorefile, 0o644); err != nil {
+		return nil, err
+	}
 	if err := add("resolv.env.tmpl", ResolvEnv, 0o644); err != nil {
 		return nil, err
 	}
@@ -119,7 +128,9 @@ func Validate(outs []Output) error {
 		case strings.HasPrefix(o.Path, ManifestDir+"/"):
 			_, err = DecodePod(o.Data)
 		case o.Path == Corefile:
-			err = checkCorefile(o.Data)
+			err = checkCorefile(o.Data, "apiint", "appswildcard", "mdnsnodes", "health", "ready")
+		case o.Path == LBCorefile:
+			err = checkCorefile(o.Data, "lbconfig", "health", "ready")
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.Path, err)
@@ -128,7 +139,7 @@ func Validate(outs []Output) error {
 	return nil
 }
 
-func checkCorefile(b []byte) error {
+func checkCorefile(b []byte, directives ...string) error {
 	// The import names the node's files, not the renderer's: parse without it.
 	var lines []string
 	for _, l := range strings.Split(string(b), "\n") {
@@ -143,7 +154,7 @@ func checkCorefile(b []byte) error {
 	if len(blocks) != 1 {
 		return fmt.Errorf("want one server block, got %d", len(blocks))
 	}
-	for _, d := range []string{"apiint", "appswildcard", "mdnsnodes", "health", "ready"} {
+	for _, d := range directives {
 		if _, ok := blocks[0].Tokens[d]; !ok {
 			return fmt.Errorf("no %s directive", d)
 		}

@@ -69,14 +69,15 @@ func TestRenderRoles(t *testing.T) {
 		corefile   []string // must be in the Corefile
 		notCore    []string // must not
 	}{
-		{ControlPlane, "master-0", []string{"coredns", "haproxy", "keepalived", "mdns-publisher"},
+		{ControlPlane, "master-0", []string{"coredns", "haproxy", "keepalived", "lbconfig", "mdns-publisher"},
 			[]string{"kubeconfig /etc/kubernetes/infradns/kubeconfig", "haproxy /etc/infradns/lb/haproxy.cfg",
-				"backends 198.51.100.11 198.51.100.12 198.51.100.13", "node master-0", "import /etc/infradns/forward*.conf"},
+				"backends 198.51.100.11 198.51.100.12 198.51.100.13", "node master-0", "import /etc/infradns/forward*.conf",
+				"prometheus 127.0.0.1:9153", "prometheus 127.0.0.1:9155", ".:18053 {\n    bind 127.0.0.1\n"},
 			[]string{"health-check api none"}},
-		{Worker, "worker-0", []string{"coredns", "keepalived", "mdns-publisher"},
+		{Worker, "worker-0", []string{"coredns", "keepalived", "lbconfig", "mdns-publisher"},
 			[]string{"health-check api none", "keepalived /etc/infradns/lb/keepalived.conf"},
 			[]string{"haproxy /etc", "backends"}},
-		{Bootstrap, "", []string{"coredns", "haproxy", "keepalived", "mdns-publisher"},
+		{Bootstrap, "", []string{"coredns", "haproxy", "keepalived", "lbconfig", "mdns-publisher"},
 			[]string{"backends 198.51.100.11"},
 			[]string{"kubeconfig", "\n        node "}},
 	} {
@@ -103,7 +104,11 @@ func TestRenderRoles(t *testing.T) {
 			if !slices.Equal(pods, tc.pods) {
 				t.Errorf("pods %v, want %v", pods, tc.pods)
 			}
-			core := string(got[Corefile].Data)
+			// Both Corefiles: the resolver's and lbconfig's.
+			core := string(got[Corefile].Data) + string(got[LBCorefile].Data)
+			if strings.Contains(string(got[Corefile].Data), "lbconfig {") || strings.Contains(string(got[LBCorefile].Data), "mdnsnodes {") {
+				t.Errorf("a Corefile holds the other's plugins:\n%s", core)
+			}
 			for _, s := range tc.corefile {
 				if !strings.Contains(core, s) {
 					t.Errorf("Corefile lacks %q:\n%s", s, core)
@@ -160,7 +165,8 @@ func golden(t *testing.T, dir string, got map[string]Output) {
 func TestDecodePod(t *testing.T) {
 	f := exampleFile(t)
 	f.Role = ControlPlane
-	good := string(render(t, f)[ManifestDir+"/infradns-coredns.yaml"].Data)
+	// lbconfig's manifest has every kind of field the checks look at.
+	good := string(render(t, f)[ManifestDir+"/infradns-lbconfig.yaml"].Data)
 	if _, err := DecodePod([]byte(good)); err != nil {
 		t.Fatal(err)
 	}
@@ -226,25 +232,31 @@ func TestRenderOptions(t *testing.T) {
 		want []string
 	}{
 		{"listen", func(f *File) { f.Listen = []string{"ens3", "lo"} }, Corefile, []string{"\n    bind ens3 lo\n"}},
+		{"metrics address", func(f *File) { f.MetricsAddress = netip.MustParseAddr("::") }, Corefile, []string{"\n    prometheus [::]:9153\n"}},
+		{"metrics address of the publisher", func(f *File) { f.MetricsAddress = netip.MustParseAddr("198.51.100.11") }, publisher,
+			[]string{"- --metrics-address=198.51.100.11:9154"}},
 		{"mdns key", func(f *File) { f.MDNSKey = "/etc/infradns/mdns.key" }, Corefile, []string{"        key /etc/infradns/mdns.key\n"}},
 		{"mdns key in the publisher", func(f *File) { f.MDNSKey = "/etc/infradns/mdns.key" }, publisher,
 			[]string{"- --key=/etc/infradns/mdns.key", "{name: config, mountPath: /etc/infradns, readOnly: true}"}},
 		{"vips never announced", func(*File) {}, publisher, []string{"- --exclude-address=192.0.2.5", "- --exclude-address=2001:db8::10"}},
 		{"unicast and timing", func(f *File) {
 			f.Unicast, f.VRRPVersion, f.AdvertInterval = true, 2, time.Second
-		}, Corefile, []string{"        unicast\n", "        vrrp-version 2\n", "        advert-interval 1s\n"}},
+		}, LBCorefile, []string{"        unicast\n", "        vrrp-version 2\n", "        advert-interval 1s\n"}},
 		{"router ids and lease", func(f *File) {
 			f.RouterIDs = cluster.RouterIDs{API: 50, Ingress: []uint8{51}}
 			f.lines["routerIDs"] = 1
 			f.StatusLease = "kube-system"
-		}, Corefile, []string{"        router-ids 50 51\n", "        status-lease kube-system\n"}},
+		}, LBCorefile, []string{"        router-ids 50 51\n", "        status-lease kube-system\n"}},
 		{"three ingress vips per family", func(f *File) {
 			f.IngressVIPs = ips("192.0.2.10", "192.0.2.11", "192.0.2.12", "2001:db8::10", "2001:db8::11", "2001:db8::12")
 			f.RouterIDs = cluster.RouterIDs{Ingress: []uint8{0, 0, 99}}
 			f.lines["routerIDs"] = 1
-		}, Corefile, []string{"        ingress-vip 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12\n",
-			"    appswildcard 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12 {\n",
-			"    loadbalance\n", "        router-ids 0 0 0 99\n"}},
+		}, LBCorefile, []string{"        ingress-vip 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12\n",
+			"        router-ids 0 0 0 99\n"}},
+		{"three ingress vips answered", func(f *File) {
+			f.IngressVIPs = ips("192.0.2.10", "192.0.2.11", "192.0.2.12", "2001:db8::10", "2001:db8::11", "2001:db8::12")
+		}, Corefile, []string{"    appswildcard 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10 2001:db8::11 2001:db8::12 {\n",
+			"    loadbalance\n"}},
 		{"three ingress vips never announced", func(f *File) {
 			f.IngressVIPs = ips("192.0.2.10", "192.0.2.11", "192.0.2.12")
 		}, publisher, []string{"- --exclude-address=192.0.2.11", "- --exclude-address=192.0.2.12"}},
@@ -261,5 +273,48 @@ func TestRenderOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLeastPrivilege: the pod that parses DNS and mDNS from the network
+// runs as a user with no privilege but port 53 and sees neither the host's
+// processes nor the files root's daemons read; what the configuration
+// needs lives in the lbconfig pod.
+func TestLeastPrivilege(t *testing.T) {
+	for _, role := range []string{ControlPlane, Worker, Bootstrap} {
+		f := exampleFile(t)
+		f.Role = role
+		got := render(t, f)
+		pods := map[string]*corev1.Pod{}
+		for _, name := range []string{"coredns", "lbconfig", "mdns-publisher"} {
+			p, err := DecodePod(got[ManifestDir+"/infradns-"+name+".yaml"].Data)
+			if err != nil {
+				t.Fatalf("%s %s: %v", role, name, err)
+			}
+			pods[name] = p
+		}
+		for name, want := range map[string]struct {
+			uid     int64
+			caps    []corev1.Capability
+			hostPID bool
+		}{
+			"coredns":        {65532, []corev1.Capability{"NET_BIND_SERVICE"}, false},
+			"mdns-publisher": {65532, nil, false},
+			"lbconfig":       {0, []corev1.Capability{"NET_RAW", "NET_ADMIN", "KILL"}, true},
+		} {
+			p := pods[name]
+			sc := p.Spec.Containers[0].SecurityContext
+			if sc.RunAsUser == nil || *sc.RunAsUser != want.uid || !slices.Equal(sc.Capabilities.Add, want.caps) || p.Spec.HostPID != want.hostPID {
+				t.Errorf("%s %s: user %v, caps %v, hostPID %v; want %d, %v, %v", role, name, sc.RunAsUser, sc.Capabilities.Add, p.Spec.HostPID, want.uid, want.caps, want.hostPID)
+			}
+			if want.uid != 0 && (sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot) {
+				t.Errorf("%s %s: runAsNonRoot not set", role, name)
+			}
+		}
+		for _, m := range pods["coredns"].Spec.Containers[0].VolumeMounts {
+			if m.MountPath == LBDir || m.MountPath == RunDir || !m.ReadOnly && m.MountPath != "/tmp" {
+				t.Errorf("%s coredns mounts %s (read-only %v): the DNS pod writes nothing root reads", role, m.MountPath, m.ReadOnly)
+			}
+		}
 	}
 }

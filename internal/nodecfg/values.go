@@ -29,9 +29,14 @@ type Values struct {
 	Spread bool
 
 	ConfigDir, LBDir, RunDir, TrackDir, Corefile, ForwardGlob string
+	LBCorefile                                                string
 	KeepalivedConf, KeepalivedPid, VRRPPid                    string
 	HAProxyConf, HAProxySocket                                string
 	HealthPort, ReadyPort, MetricsPort, PublisherMetricsPort  int
+	LBDNSPort, LBHealthPort, LBReadyPort, LBMetricsPort       int
+	// Metrics, LBMetrics, PublisherMetrics are ADDRESS:PORT of the three
+	// metrics endpoints: on metricsAddress, loopback unless the file says.
+	Metrics, LBMetrics, PublisherMetrics string
 }
 
 var (
@@ -118,7 +123,7 @@ func (f File) Values() (Values, error) {
 	if f.AdvertInterval != 0 {
 		v.AdvertInterval = f.AdvertInterval.String()
 	}
-	for _, check := range []func(*Values) error{f.image, f.apiAccess, f.mdnsKey, f.upstreams, f.listen, f.namespaces, f.ports} {
+	for _, check := range []func(*Values) error{f.image, f.apiAccess, f.mdnsKey, f.upstreams, f.listen, f.namespaces, f.ports, f.metrics} {
 		if err := check(&v); err != nil {
 			return Values{}, err
 		}
@@ -141,7 +146,8 @@ func (f File) fixed() Values {
 		VRRPPid: RunDir + "/vrrp.pid", HAProxyConf: LBDir + "/haproxy.cfg",
 		HAProxySocket: RunDir + "/haproxy-master.sock",
 		HealthPort:    healthPort, ReadyPort: readyPort, MetricsPort: metricsPort,
-		PublisherMetricsPort: publisherMetricsPort,
+		PublisherMetricsPort: publisherMetricsPort, LBCorefile: LBCorefile,
+		LBDNSPort: lbDNSPort, LBHealthPort: lbHealthPort, LBReadyPort: lbReadyPort, LBMetricsPort: lbMetricsPort,
 	}
 }
 
@@ -259,10 +265,27 @@ func (f File) ports(*Values) error {
 		port uint16
 	}{{"lbPort", cmpOr(f.LBPort, cluster.DefaultLBPort)}, {"lbHealthPort", cmpOr(f.HealthPort, cluster.DefaultHealthPort)}} {
 		switch k.port {
-		case healthPort, readyPort, metricsPort, publisherMetricsPort, 53:
-			return f.errorf([]string{k.key}, "%d is taken by CoreDNS or mdns-publisher", k.port)
+		case healthPort, readyPort, metricsPort, publisherMetricsPort, lbDNSPort, lbHealthPort, lbReadyPort, lbMetricsPort, 53:
+			return f.errorf([]string{k.key}, "%d is taken by CoreDNS, lbconfig or mdns-publisher", k.port)
 		}
 	}
+	return nil
+}
+
+// metrics puts the three metrics endpoints on metricsAddress: loopback by
+// default, so a node does not export its state to every network it is on
+// (set the node's address, or 0.0.0.0, for a scraper elsewhere).
+func (f File) metrics(v *Values) error {
+	a := f.MetricsAddress
+	if !a.IsValid() {
+		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	if a.Zone() != "" || a.IsMulticast() || a.IsLinkLocalUnicast() {
+		return f.errorf([]string{"metricsAddress"}, "%s: an address to listen on (loopback, the node's, or 0.0.0.0)", a)
+	}
+	v.Metrics = netip.AddrPortFrom(a, metricsPort).String()
+	v.LBMetrics = netip.AddrPortFrom(a, lbMetricsPort).String()
+	v.PublisherMetrics = netip.AddrPortFrom(a, publisherMetricsPort).String()
 	return nil
 }
 

@@ -143,8 +143,8 @@ upstreams: [198.51.100.53]
 
 	// Every node's CoreDNS answers for the cluster domain: an unknown name
 	// is NXDOMAIN once mdnsnodes has listened to the link (SERVFAIL before).
-	// Its /ready waits for lbconfig too, which on the worker has nothing to
-	// render from until the API exists; checked below, once it does.
+	// lbconfig runs in its own pod; on the worker it has nothing to render
+	// from until the API exists: its /ready is checked below, once it does.
 	for _, bn := range nodes {
 		lab.Eventually(t, bootBound, 100*time.Millisecond, "coredns answers on "+bn.n.Name, func() error {
 			if p := bn.proc["infradns-coredns/coredns"]; p.Exited() {
@@ -248,12 +248,15 @@ upstreams: [198.51.100.53]
 		bootWaitA(ctx, t, bn, bootEdgeNode+"."+domain, bootEdgeAddr)
 	}
 	t.Logf("%s (API only) resolves on every node %v after the kubeconfig appeared", bootEdgeNode, time.Since(written).Round(time.Millisecond))
-	// Every CoreDNS ready for kubelet, the worker's lbconfig included.
+	// Every CoreDNS and every lbconfig ready for kubelet, the worker's
+	// lbconfig included (its probe is on loopback).
 	for _, bn := range nodes {
-		lab.Eventually(t, bootBound, 200*time.Millisecond, "/ready on "+bn.n.Name, func() error {
-			_, err := bn.n.HTTPGet(ctx, "http://127.0.0.1:18181/ready")
-			return err
-		})
+		for _, ready := range []string{"http://127.0.0.1:18181/ready", "http://127.0.0.1:18183/ready"} {
+			lab.Eventually(t, bootBound, 200*time.Millisecond, ready+" on "+bn.n.Name, func() error {
+				_, err := bn.n.HTTPGet(ctx, ready)
+				return err
+			})
+		}
 	}
 	// The mDNS names stay, now from both sources.
 	for _, bn := range nodes {
