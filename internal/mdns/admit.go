@@ -44,10 +44,22 @@ const (
 	ReasonStale     = "stale"     // timestamp outside the window
 	ReasonReplay    = "replay"    // nonce or timestamp already seen
 	ReasonFull      = "full"      // cache limit reached
+	ReasonLimit     = "limit"     // the sender's limit of instances reached (MaxSourceInstances)
 )
 
 // Reasons lists every rejection reason, for metrics initialisation.
-var Reasons = []string{ReasonName, ReasonReserved, ReasonCluster, ReasonConflict, ReasonUnsigned, ReasonSignature, ReasonStale, ReasonReplay, ReasonFull}
+var Reasons = []string{ReasonName, ReasonReserved, ReasonCluster, ReasonConflict, ReasonUnsigned, ReasonSignature, ReasonStale, ReasonReplay, ReasonFull, ReasonLimit}
+
+// Reasons an address record of an accepted announcement is dropped; they are
+// metric label values.
+const (
+	DropHostLimit   = "host_limit"   // the host has MaxHostAddrs addresses
+	DropSourceLimit = "source_limit" // the sender holds MaxSourceAddrs addresses
+	DropFull        = "full"         // the cache holds MaxAddrs addresses
+)
+
+// DropReasons lists every drop reason, for metrics initialisation.
+var DropReasons = []string{DropHostLimit, DropSourceLimit, DropFull}
 
 func reasonOf(err error) string {
 	switch {
@@ -65,7 +77,12 @@ func reasonOf(err error) string {
 type Result struct {
 	Accepted int
 	Rejected map[string]int
-	Changed  bool
+	// Dropped counts the address records left out of accepted
+	// announcements, by Drop reason.
+	Dropped map[string]int
+	// TTLCapped counts the records whose TTL was lowered to MaxTTL.
+	TTLCapped int
+	Changed   bool
 	// Query are questions the resolver should ask now: the addresses of a
 	// host it has an instance for but no address, an instance seen by PTR only.
 	Query []dns.Question
@@ -76,6 +93,16 @@ func (r *Result) reject(reason string) {
 		r.Rejected = map[string]int{}
 	}
 	r.Rejected[reason]++
+}
+
+func (r *Result) drop(reason string, n int) {
+	if n == 0 {
+		return
+	}
+	if r.Dropped == nil {
+		r.Dropped = map[string]int{}
+	}
+	r.Dropped[reason] += n
 }
 
 // packet is one message's records of interest, grouped by owner.
@@ -200,17 +227,16 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		}
 		in := c.instances[name]
 		if in == nil {
-			if len(c.instances) >= MaxEntries {
-				res.reject(ReasonFull)
+			var why string
+			if in, why = c.newInstance(name, label, src); in == nil {
+				res.reject(why)
 				excluded[name] = true
 				continue
 			}
-			in = &instance{label: label, sources: map[netip.Addr]bool{}}
-			c.instances[name] = in
 		}
 		in.hasTXT = true
 		in.cluster = fields[txtCluster]
-		c.refresh(&in.txt, now, t.Hdr.Ttl)
+		c.refresh(&in.txt, now, t.Hdr.Ttl, res)
 		res.Changed = true
 	}
 	for _, name := range p.order {
@@ -241,12 +267,11 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 			continue
 		}
 		if in == nil {
-			if len(c.instances) >= MaxEntries {
-				res.reject(ReasonFull)
+			var why string
+			if in, why = c.newInstance(name, label, src); in == nil {
+				res.reject(why)
 				continue
 			}
-			in = &instance{label: label, sources: map[netip.Addr]bool{}}
-			c.instances[name] = in
 		}
 		if s.Hdr.Ttl == 0 {
 			if in.hasSRV {
@@ -258,7 +283,7 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 			}
 			in.sources[src] = true
 			in.hasSRV, in.target = true, target
-			c.refresh(&in.srv, now, s.Hdr.Ttl)
+			c.refresh(&in.srv, now, s.Hdr.Ttl, res)
 		}
 		res.Accepted++
 		res.Changed = true
@@ -275,8 +300,9 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		if !c.referenced(name, now) {
 			continue // not a node of ours: never cached
 		}
+		rrs := p.addrs[name]
 		h := c.hosts[name]
-		if h != nil && h.anyServed(now) && !h.sources[src] && !h.holds(src, now) && !h.same(p.addrs[name], now) {
+		if h != nil && h.anyServed(now) && !h.sources[src] && !h.holds(src, now) && !h.same(rrs, now) {
 			res.reject(ReasonConflict)
 			continue
 		}
@@ -290,7 +316,7 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		}
 		flush := map[bool]bool{} // family (is4) → flush bit seen
 		inPacket := map[netip.Addr]bool{}
-		for _, rr := range p.addrs[name] {
+		for _, rr := range rrs {
 			a, _ := addrOf(rr)
 			inPacket[a] = true
 			if rr.Header().Class&classFlush != 0 {
@@ -304,10 +330,13 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 				continue
 			}
 			if r == nil {
-				r = &rec{}
-				h.addrs[a] = r
+				var why string
+				if r, why = c.newAddr(h, a, src); r == nil {
+					res.drop(why, 1)
+					continue
+				}
 			}
-			c.refresh(r, now, rr.Header().Ttl)
+			c.refresh(r, now, rr.Header().Ttl, res)
 		}
 		// Cache flush (RFC 6762 10.2): older records of the same name and type
 		// go one second after the first flushing record, so a multi-packet
@@ -325,7 +354,7 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 
 // processSigned accepts only complete, signed announcements: an instance's
 // SRV and TXT with the signature over its host's addresses in the same packet.
-func (c *Cache) processSigned(now time.Time, _ netip.Addr, p packet, res *Result) {
+func (c *Cache) processSigned(now time.Time, src netip.Addr, p packet, res *Result) {
 	covered := map[string]bool{}
 	for _, name := range p.order {
 		s, t := p.srv[name], p.txt[name]
@@ -368,13 +397,16 @@ func (c *Cache) processSigned(now time.Time, _ netip.Addr, p packet, res *Result
 		covered[target] = true
 		in := c.instances[name]
 		h := c.hosts[target]
-		if (in == nil && len(c.instances) >= MaxEntries) || (h == nil && len(c.hosts) >= MaxEntries) {
+		if h == nil && len(c.hosts) >= MaxEntries {
 			res.reject(ReasonFull)
 			continue
 		}
 		if in == nil {
-			in = &instance{label: label, sources: map[netip.Addr]bool{}}
-			c.instances[name] = in
+			var why string
+			if in, why = c.newInstance(name, label, src); in == nil {
+				res.reject(why)
+				continue
+			}
 		}
 		if h == nil {
 			h = &host{addrs: map[netip.Addr]*rec{}, sources: map[netip.Addr]bool{}}
@@ -390,21 +422,24 @@ func (c *Cache) processSigned(now time.Time, _ netip.Addr, p packet, res *Result
 			continue
 		}
 		in.hasSRV, in.hasTXT, in.target, in.cluster = true, true, target, fields[txtCluster]
-		c.refresh(&in.srv, now, s.Hdr.Ttl)
-		c.refresh(&in.txt, now, t.Hdr.Ttl)
+		c.refresh(&in.srv, now, s.Hdr.Ttl, res)
+		c.refresh(&in.txt, now, t.Hdr.Ttl, res)
 		// The signature vouches for the complete address set: replace at once.
 		for a := range h.addrs {
 			if !slices.Contains(addrs, a) {
-				delete(h.addrs, a)
+				c.dropAddr(h, a)
 			}
 		}
 		for _, a := range addrs {
 			r := h.addrs[a]
 			if r == nil {
-				r = &rec{}
-				h.addrs[a] = r
+				var why string
+				if r, why = c.newAddr(h, a, src); r == nil {
+					res.drop(why, 1)
+					continue
+				}
 			}
-			c.refresh(r, now, addrTTL)
+			c.refresh(r, now, addrTTL, res)
 		}
 	}
 	for name := range p.addrs {

@@ -131,3 +131,48 @@ func (b *Backoff) Step(now time.Time) bool {
 func (b *Backoff) Reset(now time.Time) {
 	b.next, b.interval = now, FirstQueryInterval
 }
+
+// PublishInterval is the shortest time between two snapshots (Heard) a
+// Browser publishes while the cache keeps changing. Building one walks the
+// whole cache, so a sender that changes it with every packet would otherwise
+// make the resolver rebuild its answers hundreds of times a second. A change
+// after a quiet interval is published at once; under a flood, a legitimate
+// change waits at most this long, well within the second a node's name has
+// to resolve in.
+const PublishInterval = 250 * time.Millisecond
+
+// Coalescer decides when changes are published: at once when nothing was
+// published for an interval, else together at the end of it. Pure: the caller
+// passes the time and does the publishing.
+type Coalescer struct {
+	every   time.Duration
+	last    time.Time // when the last snapshot was published
+	pending bool      // a change not published yet
+}
+
+// NewCoalescer returns a Coalescer that publishes at most once per every.
+func NewCoalescer(every time.Duration) *Coalescer { return &Coalescer{every: every} }
+
+// Changed records a change to publish.
+func (c *Coalescer) Changed() { c.pending = true }
+
+// Publish reports whether a pending change is to be published at now, and if
+// so counts it as published. A clock that went back counts as an interval passed.
+func (c *Coalescer) Publish(now time.Time) bool {
+	if !c.pending {
+		return false
+	}
+	if !c.last.IsZero() && now.Before(c.last.Add(c.every)) && !now.Before(c.last) {
+		return false
+	}
+	c.pending, c.last = false, now
+	return true
+}
+
+// Next returns when a pending change is due, or the zero time when none is.
+func (c *Coalescer) Next() time.Time {
+	if !c.pending {
+		return time.Time{}
+	}
+	return c.last.Add(c.every)
+}

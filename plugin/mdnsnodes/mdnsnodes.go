@@ -98,6 +98,10 @@ func (m *MDNSNodes) Start() error {
 		for _, reason := range mdns.Reasons {
 			rejected.WithLabelValues(server, reason)
 		}
+		for _, reason := range mdns.DropReasons {
+			dropped.WithLabelValues(server, reason)
+		}
+		ttlCapped.WithLabelValues(server)
 		sourceNodes.WithLabelValues(server, sourceMDNS).Set(0)
 		var err error
 		b, err = mdns.NewBrowser(mdns.BrowserConfig{
@@ -116,6 +120,12 @@ func (m *MDNSNodes) Start() error {
 				}
 				for reason, n := range r.Rejected {
 					rejected.WithLabelValues(server, reason).Add(float64(n))
+				}
+				for reason, n := range r.Dropped {
+					dropped.WithLabelValues(server, reason).Add(float64(n))
+				}
+				if r.TTLCapped > 0 {
+					ttlCapped.WithLabelValues(server).Add(float64(r.TTLCapped))
 				}
 			},
 			OnQuery: func() { queries.WithLabelValues(server).Inc() },
