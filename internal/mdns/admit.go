@@ -20,6 +20,10 @@ type Filter struct {
 	Service string
 	// Reserved host labels are never cached.
 	Reserved []string
+	// Exclude are addresses never cached for any host: the cluster's VIPs,
+	// which keepalived moves between nodes and which a node's name must not
+	// point at (the publisher leaves them out with --exclude-address).
+	Exclude []netip.Addr
 }
 
 // Domain returns the mDNS domain of the browsed service ("local.").
@@ -56,10 +60,11 @@ const (
 	DropHostLimit   = "host_limit"   // the host has MaxHostAddrs addresses
 	DropSourceLimit = "source_limit" // the sender holds MaxSourceAddrs addresses
 	DropFull        = "full"         // the cache holds MaxAddrs addresses
+	DropVIP         = "vip"          // a VIP (Filter.Exclude)
 )
 
 // DropReasons lists every drop reason, for metrics initialisation.
-var DropReasons = []string{DropHostLimit, DropSourceLimit, DropFull}
+var DropReasons = []string{DropHostLimit, DropSourceLimit, DropFull, DropVIP}
 
 func reasonOf(err error) string {
 	switch {
@@ -103,6 +108,23 @@ func (r *Result) drop(reason string, n int) {
 		r.Dropped = map[string]int{}
 	}
 	r.Dropped[reason] += n
+}
+
+// withoutExcluded returns rrs without the records of excluded addresses, and
+// counts those.
+func (c *Cache) withoutExcluded(rrs []dns.RR, res *Result) []dns.RR {
+	if len(c.filter.Exclude) == 0 {
+		return rrs
+	}
+	out := rrs[:0:0]
+	for _, rr := range rrs {
+		if a, _ := addrOf(rr); slices.Contains(c.filter.Exclude, a) {
+			res.drop(DropVIP, 1)
+			continue
+		}
+		out = append(out, rr)
+	}
+	return out
 }
 
 // packet is one message's records of interest, grouped by owner.
@@ -300,7 +322,10 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		if !c.referenced(name, now) {
 			continue // not a node of ours: never cached
 		}
-		rrs := p.addrs[name]
+		rrs := c.withoutExcluded(p.addrs[name], res)
+		if len(rrs) == 0 {
+			continue
+		}
 		h := c.hosts[name]
 		if h != nil && h.anyServed(now) && !h.sources[src] && !h.holds(src, now) && !h.same(rrs, now) {
 			res.reject(ReasonConflict)
@@ -424,7 +449,13 @@ func (c *Cache) processSigned(now time.Time, src netip.Addr, p packet, res *Resu
 		in.hasSRV, in.hasTXT, in.target, in.cluster = true, true, target, fields[txtCluster]
 		c.refresh(&in.srv, now, s.Hdr.Ttl, res)
 		c.refresh(&in.txt, now, t.Hdr.Ttl, res)
-		// The signature vouches for the complete address set: replace at once.
+		// The signature vouches for the complete address set: replace at
+		// once. A VIP in it is still never a node's address.
+		if len(c.filter.Exclude) > 0 {
+			n := len(addrs)
+			addrs = slices.DeleteFunc(addrs, func(a netip.Addr) bool { return slices.Contains(c.filter.Exclude, a) })
+			res.drop(DropVIP, n-len(addrs))
+		}
 		for a := range h.addrs {
 			if !slices.Contains(addrs, a) {
 				c.dropAddr(h, a)

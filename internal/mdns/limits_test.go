@@ -41,6 +41,8 @@ func flood(prefix string, src netip.Addr, n, per int) []step {
 	return steps
 }
 
+var vip = netip.MustParseAddr("198.51.100.5")
+
 // TestCacheLimits checks each limit of what a sender can make the cache hold,
 // and that a node announced after a sender reached its limits is still served.
 func TestCacheLimits(t *testing.T) {
@@ -90,6 +92,18 @@ func TestCacheLimits(t *testing.T) {
 			steps: []step{{0, n1v4, ann("node1", "ocp4", key, false, addrsFrom(0, 40)...)}},
 			at:    time.Second, check: fmt.Sprintf("node1=%d", MaxHostAddrs), hosts: 1,
 			dropped: map[string]int{DropHostLimit: 40 - MaxHostAddrs}},
+		{name: "a VIP is not a node's address", filter: func(f *Filter) { f.Exclude = []netip.Addr{vip} },
+			steps: []step{{0, n1v4, ann("master-2", "ocp4", nil, false, n1v4, vip)}},
+			at:    time.Second, check: "master-2=1", hosts: 1, dropped: map[string]int{DropVIP: 1}},
+		{name: "a name pointing at a VIP alone is not served", filter: func(f *Filter) { f.Exclude = []netip.Addr{vip} },
+			steps: []step{{0, rogue, ann("master-2", "ocp4", nil, false, vip)}},
+			at:    time.Second, hosts: 0, dropped: map[string]int{DropVIP: 1}},
+		{name: "signed: a VIP is not a node's address", key: key, filter: func(f *Filter) { f.Exclude = []netip.Addr{vip} },
+			steps: []step{{0, n1v4, ann("master-2", "ocp4", key, false, n1v4, vip)}},
+			at:    time.Second, check: "master-2=1", hosts: 1, dropped: map[string]int{DropVIP: 1}},
+		{name: "dns is reserved",
+			steps: []step{{0, n1v4, ann("dns", "ocp4", nil, false, n1v4)}},
+			at:    time.Second, hosts: 0, rejected: map[string]int{ReasonReserved: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
