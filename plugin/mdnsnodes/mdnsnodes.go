@@ -92,7 +92,7 @@ func (m *MDNSNodes) Start() error {
 	if m.listens() {
 		var key []byte
 		if m.keyFile != "" {
-			k, err := mdns.LoadKey(m.keyFile)
+			k, err := mdns.LoadKey(m.keyFile, func(s string) { log.Warning(s) })
 			if err != nil {
 				return err
 			}

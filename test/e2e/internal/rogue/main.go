@@ -83,7 +83,7 @@ func main() {
 		}
 		var key []byte
 		if *keyFile != "" {
-			if key, err = mdns.LoadKey(*keyFile); err != nil {
+			if key, err = mdns.LoadKey(*keyFile, nil); err != nil {
 				log.Fatal(err)
 			}
 		}
