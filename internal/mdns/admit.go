@@ -87,7 +87,10 @@ type Result struct {
 	Dropped map[string]int
 	// TTLCapped counts the records whose TTL was lowered to MaxTTL.
 	TTLCapped int
-	Changed   bool
+	// Changed reports whether what is served (Heard) changed: a record
+	// repeated as it is, which is most of what a link carries, changes
+	// nothing, so a Browser does not rebuild its answers for it.
+	Changed bool
 	// Query are questions the resolver should ask now: the addresses of a
 	// host it has an instance for but no address, an instance seen by PTR only.
 	Query []dns.Question
@@ -221,8 +224,8 @@ func (c *Cache) Process(now time.Time, src netip.Addr, m *dns.Msg) Result {
 	for inst, ttl := range p.ptr {
 		if ttl == 0 {
 			if in := c.instances[inst]; in != nil && in.hasSRV && (c.verifier == nil && in.sources[src]) {
+				res.Changed = res.Changed || in.srv.served(now)
 				in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
-				res.Changed = true
 			}
 			continue
 		}
@@ -258,8 +261,7 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		}
 		in.hasTXT = true
 		in.cluster = fields[txtCluster]
-		c.refresh(&in.txt, now, t.Hdr.Ttl, res)
-		res.Changed = true
+		c.refresh(&in.txt, now, t.Hdr.Ttl, res) // not served itself: no change
 	}
 	for _, name := range p.order {
 		s := p.srv[name]
@@ -297,18 +299,20 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		}
 		if s.Hdr.Ttl == 0 {
 			if in.hasSRV {
+				res.Changed = res.Changed || in.srv.served(now)
 				in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
 			}
 		} else {
 			if !in.hasSRV || !in.srv.served(now) {
 				clear(in.sources) // a new claim: its sender is the owner now
+				res.Changed = true
 			}
+			res.Changed = res.Changed || in.target != target
 			in.sources[src] = true
 			in.hasSRV, in.target = true, target
 			c.refresh(&in.srv, now, s.Hdr.Ttl, res)
 		}
 		res.Accepted++
-		res.Changed = true
 		if h := c.hosts[target]; (h == nil || !h.anyServed(now)) && s.Hdr.Ttl > 0 && len(p.addrs[target]) == 0 {
 			res.Query = append(res.Query, dns.Question{Name: target, Qtype: dns.TypeA, Qclass: dns.ClassINET}, dns.Question{Name: target, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET})
 		}
@@ -350,6 +354,7 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 			r := h.addrs[a]
 			if rr.Header().Ttl == 0 {
 				if r != nil {
+					res.Changed = res.Changed || r.served(now)
 					r.bye, r.exp = true, minTime(r.exp, now.Add(GoodbyeGrace))
 				}
 				continue
@@ -361,6 +366,7 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 					continue
 				}
 			}
+			res.Changed = res.Changed || !r.served(now) // new, or rescued from its goodbye
 			c.refresh(r, now, rr.Header().Ttl, res)
 		}
 		// Cache flush (RFC 6762 10.2): older records of the same name and type
@@ -373,7 +379,6 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		}
 		h.sources[src] = true
 		res.Accepted++
-		res.Changed = true
 	}
 }
 
@@ -438,17 +443,14 @@ func (c *Cache) processSigned(now time.Time, src netip.Addr, p packet, res *Resu
 			c.hosts[target] = h
 		}
 		res.Accepted++
-		res.Changed = true
 		if bye {
+			res.Changed = res.Changed || in.srv.served(now) || h.anyServed(now)
 			in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
 			for _, r := range h.addrs {
 				r.bye, r.exp = true, minTime(r.exp, now.Add(GoodbyeGrace))
 			}
 			continue
 		}
-		in.hasSRV, in.hasTXT, in.target, in.cluster = true, true, target, fields[txtCluster]
-		c.refresh(&in.srv, now, s.Hdr.Ttl, res)
-		c.refresh(&in.txt, now, t.Hdr.Ttl, res)
 		// The signature vouches for the complete address set: replace at
 		// once. A VIP in it is still never a node's address.
 		if len(c.filter.Exclude) > 0 {
@@ -456,6 +458,12 @@ func (c *Cache) processSigned(now time.Time, src netip.Addr, p packet, res *Resu
 			addrs = slices.DeleteFunc(addrs, func(a netip.Addr) bool { return slices.Contains(c.filter.Exclude, a) })
 			res.drop(DropVIP, n-len(addrs))
 		}
+		if !in.hasSRV || !in.srv.served(now) || in.target != target || !h.servesExactly(addrs, now) {
+			res.Changed = true
+		}
+		in.hasSRV, in.hasTXT, in.target, in.cluster = true, true, target, fields[txtCluster]
+		c.refresh(&in.srv, now, s.Hdr.Ttl, res)
+		c.refresh(&in.txt, now, t.Hdr.Ttl, res)
 		for a := range h.addrs {
 			if !slices.Contains(addrs, a) {
 				c.dropAddr(h, a)

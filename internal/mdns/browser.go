@@ -118,8 +118,8 @@ func (b *Browser) run(ctx context.Context, cache *Cache) error {
 	defer timer.Stop()
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
-	// Snapshots are coalesced: at most one per PublishInterval.
-	pub := NewCoalescer(PublishInterval)
+	// Snapshots are rate-limited: PublishBurst at once, then one per PublishInterval.
+	pub := NewCoalescer(PublishInterval, PublishBurst)
 
 	for {
 		select {

@@ -3,6 +3,7 @@ package mdns
 import (
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -229,20 +230,44 @@ func (h *host) same(rrs []dns.RR, now time.Time) bool {
 	return n == served
 }
 
+// servesExactly reports whether addrs (repeats allowed) are the addresses
+// served for h, no more and no fewer.
+func (h *host) servesExactly(addrs []netip.Addr, now time.Time) bool {
+	n := 0
+	for i, a := range addrs {
+		if slices.Contains(addrs[:i], a) {
+			continue
+		}
+		if !h.holds(a, now) {
+			return false
+		}
+		n++
+	}
+	served := 0
+	for _, r := range h.addrs {
+		if r.served(now) {
+			served++
+		}
+	}
+	return n == served
+}
+
 func (h *host) holds(a netip.Addr, now time.Time) bool {
 	r := h.addrs[a]
 	return r != nil && r.served(now)
 }
 
-// Expire drops what has expired and reports whether anything was dropped.
+// Expire drops what has expired and reports whether that may have changed
+// what is served: not when only records that said goodbye (no longer served)
+// or TXT records (never served) go.
 func (c *Cache) Expire(now time.Time) bool {
 	changed := false
 	for name, in := range c.instances {
 		if in.hasSRV && !in.srv.live(now) {
-			in.hasSRV, changed = false, true
+			in.hasSRV, changed = false, changed || !in.srv.bye
 		}
 		if in.hasTXT && !in.txt.live(now) {
-			in.hasTXT, changed = false, true
+			in.hasTXT = false
 		}
 		if !in.hasSRV && !in.hasTXT {
 			c.dropInstance(name, in)
@@ -251,8 +276,8 @@ func (c *Cache) Expire(now time.Time) bool {
 	for name, h := range c.hosts {
 		for a, r := range h.addrs {
 			if !r.live(now) {
+				changed = changed || !r.bye
 				c.dropAddr(h, a)
-				changed = true
 			}
 		}
 		if len(h.addrs) == 0 {
