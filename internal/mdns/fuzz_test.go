@@ -102,11 +102,19 @@ func FuzzParsePacket(f *testing.F) {
 			filter := testFilter()
 			filter.Exclude = []netip.Addr{exclude}
 			c := NewCache(filter, v)
-			src := netip.MustParseAddr("198.51.100.7")
-			c.Process(t0, src, m)
-			checkLimits(t, c)
-			c.Process(t0.Add(500*time.Millisecond), netip.MustParseAddr("fe80::7"), m)
-			checkLimits(t, c)
+			// Changed false means the snapshot is the same: a Browser
+			// publishes nothing then.
+			process := func(at time.Time, src netip.Addr) {
+				before := served(c.Heard(at))
+				res := c.Process(at, src, m)
+				if after := served(c.Heard(at)); !res.Changed && !slices.Equal(before, after) {
+					t.Fatalf("Served %v, then %v, but Changed is false", before, after)
+				}
+				checkLimits(t, c)
+			}
+			process(t0, netip.MustParseAddr("198.51.100.7"))
+			process(t0.Add(500*time.Millisecond), netip.MustParseAddr("fe80::7"))
+			process(t0.Add(700*time.Millisecond), netip.MustParseAddr("198.51.100.7"))
 			for _, at := range []time.Duration{time.Second, 2 * time.Second, time.Hour, 2 * time.Hour} {
 				now := t0.Add(at)
 				c.Due(now)
