@@ -63,6 +63,9 @@ type options struct {
 	linkLocal bool
 	exclude   []string
 	services  []serviceConfig
+	// warn receives what is unwise but allowed (a key file others can
+	// read); nil drops it.
+	warn func(string)
 }
 
 // merge lets flags that were set win over the file.
@@ -130,7 +133,7 @@ func (o options) responderConfig() (mdns.ResponderConfig, error) {
 		cfg.Services = append(cfg.Services, svc)
 	}
 	if o.keyFile != "" {
-		k, err := mdns.LoadKey(o.keyFile)
+		k, err := mdns.LoadKey(o.keyFile, o.warn)
 		if err != nil {
 			return cfg, err
 		}

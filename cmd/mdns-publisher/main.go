@@ -75,15 +75,17 @@ func run(args []string) error {
 			return err
 		}
 	}
-	cfg, err := merge(file, f, set).responderConfig()
-	if err != nil {
-		return err
-	}
 	level := slog.LevelInfo
 	if *debug {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := merge(file, f, set)
+	opts.warn = func(s string) { log.Warn(s) }
+	cfg, err := opts.responderConfig()
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
 	cfg.Logger = log

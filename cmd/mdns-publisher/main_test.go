@@ -107,6 +107,43 @@ func TestKeyFile(t *testing.T) {
 	}
 }
 
+// TestKeyFileMode checks that the publisher refuses a key that group or
+// others may write, saying how to fix it, and warns about one others may read.
+func TestKeyFileMode(t *testing.T) {
+	tests := []struct {
+		name    string
+		mode    os.FileMode
+		wantErr string
+		warn    bool
+	}{
+		{"owner only", 0o600, "", false},
+		{"publisher's group may read", 0o640, "", false},
+		{"others may read", 0o644, "", true},
+		{"group may write", 0o660, "chown root:65532", false},
+		{"anyone may write", 0o666, "chmod 0640", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(t, "key", "0123456789abcdef0123\n")
+			if err := os.Chmod(p, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			var warnings []string
+			o := options{hostname: "n1", iface: "eth0", ttl: 120, keyFile: p, warn: func(s string) { warnings = append(warnings, s) }}
+			_, err := o.responderConfig()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Key file mode %04o: %v", tc.mode, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Key file mode %04o: error %v, want one that says %q", tc.mode, err, tc.wantErr)
+			}
+			if (len(warnings) > 0) != tc.warn {
+				t.Errorf("Key file mode %04o: warnings %q, want a warning %v", tc.mode, warnings, tc.warn)
+			}
+		})
+	}
+}
+
 func TestRunFlagErrors(t *testing.T) {
 	for _, args := range [][]string{{"--ttl", "0"}, {"extra"}, {"--hostname", "n1"}, {"--no-such-flag"}} {
 		if err := run(args); err == nil {

@@ -20,6 +20,10 @@ type Filter struct {
 	Service string
 	// Reserved host labels are never cached.
 	Reserved []string
+	// Exclude are addresses never cached for any host: the cluster's VIPs,
+	// which keepalived moves between nodes and which a node's name must not
+	// point at (the publisher leaves them out with --exclude-address).
+	Exclude []netip.Addr
 }
 
 // Domain returns the mDNS domain of the browsed service ("local.").
@@ -44,10 +48,23 @@ const (
 	ReasonStale     = "stale"     // timestamp outside the window
 	ReasonReplay    = "replay"    // nonce or timestamp already seen
 	ReasonFull      = "full"      // cache limit reached
+	ReasonLimit     = "limit"     // the sender's limit of instances reached (MaxSourceInstances)
 )
 
 // Reasons lists every rejection reason, for metrics initialisation.
-var Reasons = []string{ReasonName, ReasonReserved, ReasonCluster, ReasonConflict, ReasonUnsigned, ReasonSignature, ReasonStale, ReasonReplay, ReasonFull}
+var Reasons = []string{ReasonName, ReasonReserved, ReasonCluster, ReasonConflict, ReasonUnsigned, ReasonSignature, ReasonStale, ReasonReplay, ReasonFull, ReasonLimit}
+
+// Reasons an address record of an accepted announcement is dropped; they are
+// metric label values.
+const (
+	DropHostLimit   = "host_limit"   // the host has MaxHostAddrs addresses
+	DropSourceLimit = "source_limit" // the sender holds MaxSourceAddrs addresses
+	DropFull        = "full"         // the cache holds MaxAddrs addresses
+	DropVIP         = "vip"          // a VIP (Filter.Exclude)
+)
+
+// DropReasons lists every drop reason, for metrics initialisation.
+var DropReasons = []string{DropHostLimit, DropSourceLimit, DropFull, DropVIP}
 
 func reasonOf(err error) string {
 	switch {
@@ -65,7 +82,15 @@ func reasonOf(err error) string {
 type Result struct {
 	Accepted int
 	Rejected map[string]int
-	Changed  bool
+	// Dropped counts the address records left out of accepted
+	// announcements, by Drop reason.
+	Dropped map[string]int
+	// TTLCapped counts the records whose TTL was lowered to MaxTTL.
+	TTLCapped int
+	// Changed reports whether what is served (Heard) changed: a record
+	// repeated as it is, which is most of what a link carries, changes
+	// nothing, so a Browser does not rebuild its answers for it.
+	Changed bool
 	// Query are questions the resolver should ask now: the addresses of a
 	// host it has an instance for but no address, an instance seen by PTR only.
 	Query []dns.Question
@@ -76,6 +101,33 @@ func (r *Result) reject(reason string) {
 		r.Rejected = map[string]int{}
 	}
 	r.Rejected[reason]++
+}
+
+func (r *Result) drop(reason string, n int) {
+	if n == 0 {
+		return
+	}
+	if r.Dropped == nil {
+		r.Dropped = map[string]int{}
+	}
+	r.Dropped[reason] += n
+}
+
+// withoutExcluded returns rrs without the records of excluded addresses, and
+// counts those.
+func (c *Cache) withoutExcluded(rrs []dns.RR, res *Result) []dns.RR {
+	if len(c.filter.Exclude) == 0 {
+		return rrs
+	}
+	out := rrs[:0:0]
+	for _, rr := range rrs {
+		if a, _ := addrOf(rr); slices.Contains(c.filter.Exclude, a) {
+			res.drop(DropVIP, 1)
+			continue
+		}
+		out = append(out, rr)
+	}
+	return out
 }
 
 // packet is one message's records of interest, grouped by owner.
@@ -172,8 +224,8 @@ func (c *Cache) Process(now time.Time, src netip.Addr, m *dns.Msg) Result {
 	for inst, ttl := range p.ptr {
 		if ttl == 0 {
 			if in := c.instances[inst]; in != nil && in.hasSRV && (c.verifier == nil && in.sources[src]) {
+				res.Changed = res.Changed || in.srv.served(now)
 				in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
-				res.Changed = true
 			}
 			continue
 		}
@@ -200,18 +252,16 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		}
 		in := c.instances[name]
 		if in == nil {
-			if len(c.instances) >= MaxEntries {
-				res.reject(ReasonFull)
+			var why string
+			if in, why = c.newInstance(name, label, src); in == nil {
+				res.reject(why)
 				excluded[name] = true
 				continue
 			}
-			in = &instance{label: label, sources: map[netip.Addr]bool{}}
-			c.instances[name] = in
 		}
 		in.hasTXT = true
 		in.cluster = fields[txtCluster]
-		c.refresh(&in.txt, now, t.Hdr.Ttl)
-		res.Changed = true
+		c.refresh(&in.txt, now, t.Hdr.Ttl, res) // not served itself: no change
 	}
 	for _, name := range p.order {
 		s := p.srv[name]
@@ -241,27 +291,28 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 			continue
 		}
 		if in == nil {
-			if len(c.instances) >= MaxEntries {
-				res.reject(ReasonFull)
+			var why string
+			if in, why = c.newInstance(name, label, src); in == nil {
+				res.reject(why)
 				continue
 			}
-			in = &instance{label: label, sources: map[netip.Addr]bool{}}
-			c.instances[name] = in
 		}
 		if s.Hdr.Ttl == 0 {
 			if in.hasSRV {
+				res.Changed = res.Changed || in.srv.served(now)
 				in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
 			}
 		} else {
 			if !in.hasSRV || !in.srv.served(now) {
 				clear(in.sources) // a new claim: its sender is the owner now
+				res.Changed = true
 			}
+			res.Changed = res.Changed || in.target != target
 			in.sources[src] = true
 			in.hasSRV, in.target = true, target
-			c.refresh(&in.srv, now, s.Hdr.Ttl)
+			c.refresh(&in.srv, now, s.Hdr.Ttl, res)
 		}
 		res.Accepted++
-		res.Changed = true
 		if h := c.hosts[target]; (h == nil || !h.anyServed(now)) && s.Hdr.Ttl > 0 && len(p.addrs[target]) == 0 {
 			res.Query = append(res.Query, dns.Question{Name: target, Qtype: dns.TypeA, Qclass: dns.ClassINET}, dns.Question{Name: target, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET})
 		}
@@ -275,8 +326,12 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		if !c.referenced(name, now) {
 			continue // not a node of ours: never cached
 		}
+		rrs := c.withoutExcluded(p.addrs[name], res)
+		if len(rrs) == 0 {
+			continue
+		}
 		h := c.hosts[name]
-		if h != nil && h.anyServed(now) && !h.sources[src] && !h.holds(src, now) && !h.same(p.addrs[name], now) {
+		if h != nil && h.anyServed(now) && !h.sources[src] && !h.holds(src, now) && !h.same(rrs, now) {
 			res.reject(ReasonConflict)
 			continue
 		}
@@ -290,7 +345,7 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		}
 		flush := map[bool]bool{} // family (is4) → flush bit seen
 		inPacket := map[netip.Addr]bool{}
-		for _, rr := range p.addrs[name] {
+		for _, rr := range rrs {
 			a, _ := addrOf(rr)
 			inPacket[a] = true
 			if rr.Header().Class&classFlush != 0 {
@@ -299,15 +354,20 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 			r := h.addrs[a]
 			if rr.Header().Ttl == 0 {
 				if r != nil {
+					res.Changed = res.Changed || r.served(now)
 					r.bye, r.exp = true, minTime(r.exp, now.Add(GoodbyeGrace))
 				}
 				continue
 			}
 			if r == nil {
-				r = &rec{}
-				h.addrs[a] = r
+				var why string
+				if r, why = c.newAddr(h, a, src); r == nil {
+					res.drop(why, 1)
+					continue
+				}
 			}
-			c.refresh(r, now, rr.Header().Ttl)
+			res.Changed = res.Changed || !r.served(now) // new, or rescued from its goodbye
+			c.refresh(r, now, rr.Header().Ttl, res)
 		}
 		// Cache flush (RFC 6762 10.2): older records of the same name and type
 		// go one second after the first flushing record, so a multi-packet
@@ -319,13 +379,12 @@ func (c *Cache) processUnsigned(now time.Time, src netip.Addr, p packet, res *Re
 		}
 		h.sources[src] = true
 		res.Accepted++
-		res.Changed = true
 	}
 }
 
 // processSigned accepts only complete, signed announcements: an instance's
 // SRV and TXT with the signature over its host's addresses in the same packet.
-func (c *Cache) processSigned(now time.Time, _ netip.Addr, p packet, res *Result) {
+func (c *Cache) processSigned(now time.Time, src netip.Addr, p packet, res *Result) {
 	covered := map[string]bool{}
 	for _, name := range p.order {
 		s, t := p.srv[name], p.txt[name]
@@ -368,43 +427,58 @@ func (c *Cache) processSigned(now time.Time, _ netip.Addr, p packet, res *Result
 		covered[target] = true
 		in := c.instances[name]
 		h := c.hosts[target]
-		if (in == nil && len(c.instances) >= MaxEntries) || (h == nil && len(c.hosts) >= MaxEntries) {
+		if h == nil && len(c.hosts) >= MaxEntries {
 			res.reject(ReasonFull)
 			continue
 		}
 		if in == nil {
-			in = &instance{label: label, sources: map[netip.Addr]bool{}}
-			c.instances[name] = in
+			var why string
+			if in, why = c.newInstance(name, label, src); in == nil {
+				res.reject(why)
+				continue
+			}
 		}
 		if h == nil {
 			h = &host{addrs: map[netip.Addr]*rec{}, sources: map[netip.Addr]bool{}}
 			c.hosts[target] = h
 		}
 		res.Accepted++
-		res.Changed = true
 		if bye {
+			res.Changed = res.Changed || in.srv.served(now) || h.anyServed(now)
 			in.srv.bye, in.srv.exp = true, minTime(in.srv.exp, now.Add(GoodbyeGrace))
 			for _, r := range h.addrs {
 				r.bye, r.exp = true, minTime(r.exp, now.Add(GoodbyeGrace))
 			}
 			continue
 		}
+		// The signature vouches for the complete address set: replace at
+		// once. A VIP in it is still never a node's address.
+		if len(c.filter.Exclude) > 0 {
+			n := len(addrs)
+			addrs = slices.DeleteFunc(addrs, func(a netip.Addr) bool { return slices.Contains(c.filter.Exclude, a) })
+			res.drop(DropVIP, n-len(addrs))
+		}
+		if !in.hasSRV || !in.srv.served(now) || in.target != target || !h.servesExactly(addrs, now) {
+			res.Changed = true
+		}
 		in.hasSRV, in.hasTXT, in.target, in.cluster = true, true, target, fields[txtCluster]
-		c.refresh(&in.srv, now, s.Hdr.Ttl)
-		c.refresh(&in.txt, now, t.Hdr.Ttl)
-		// The signature vouches for the complete address set: replace at once.
+		c.refresh(&in.srv, now, s.Hdr.Ttl, res)
+		c.refresh(&in.txt, now, t.Hdr.Ttl, res)
 		for a := range h.addrs {
 			if !slices.Contains(addrs, a) {
-				delete(h.addrs, a)
+				c.dropAddr(h, a)
 			}
 		}
 		for _, a := range addrs {
 			r := h.addrs[a]
 			if r == nil {
-				r = &rec{}
-				h.addrs[a] = r
+				var why string
+				if r, why = c.newAddr(h, a, src); r == nil {
+					res.drop(why, 1)
+					continue
+				}
 			}
-			c.refresh(r, now, addrTTL)
+			c.refresh(r, now, addrTTL, res)
 		}
 	}
 	for name := range p.addrs {

@@ -118,14 +118,17 @@ func (b *Browser) run(ctx context.Context, cache *Cache) error {
 	defer timer.Stop()
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
-	publish := func(now time.Time) { b.cfg.OnHeard(cache.Heard(now)) }
+	// Snapshots are rate-limited: PublishBurst at once, then one per PublishInterval.
+	pub := NewCoalescer(PublishInterval, PublishBurst)
 
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case p := <-in:
-			b.handle(conn, cache, p)
+			if b.handle(conn, cache, p) {
+				pub.Changed()
+			}
 		case <-check.C:
 			// The interface was removed (or recreated with a new index):
 			// reopen the sockets on what is there now.
@@ -139,7 +142,10 @@ func (b *Browser) run(ctx context.Context, cache *Cache) error {
 			b.query(conn, []dns.Question{{Name: b.cfg.Filter.Service, Qtype: dns.TypePTR, Qclass: dns.ClassINET}})
 		}
 		if cache.Expire(now) {
-			publish(now)
+			pub.Changed()
+		}
+		if pub.Publish(now) {
+			b.cfg.OnHeard(cache.Heard(now))
 		}
 		if qs := cache.Due(now); len(qs) > 0 {
 			b.query(conn, qs)
@@ -154,30 +160,32 @@ func (b *Browser) run(ctx context.Context, cache *Cache) error {
 		if !b.ready.Load() && readyAt.Before(next) {
 			next = readyAt
 		}
+		if p := pub.Next(); !p.IsZero() && p.Before(next) {
+			next = p
+		}
 		// Wake at least every second so a stepped wall clock cannot stall us.
 		resetTimer(timer, min(time.Until(next), time.Second))
 	}
 }
 
-func (b *Browser) handle(conn *Conn, cache *Cache, p Packet) {
+// handle applies one received packet to the cache and reports whether that
+// changed what is served.
+func (b *Browser) handle(conn *Conn, cache *Cache, p Packet) bool {
 	// Responses must come from port 5353 (RFC 6762 6) and, being link-local,
 	// with TTL 255: a smaller value crossed a router (11).
 	if p.Src.Port() != Port || (p.HopLimit >= 0 && p.HopLimit != 255) {
-		return
+		return false
 	}
 	m, err := ParsePacket(p.Data)
 	if err != nil || !m.Response {
-		return
+		return false
 	}
-	now := time.Now()
-	res := cache.Process(now, p.Src.Addr(), m)
+	res := cache.Process(time.Now(), p.Src.Addr(), m)
 	b.cfg.OnResult(res)
-	if res.Changed {
-		b.cfg.OnHeard(cache.Heard(now))
-	}
 	if len(res.Query) > 0 {
 		b.query(conn, res.Query)
 	}
+	return res.Changed
 }
 
 func (b *Browser) query(conn *Conn, qs []dns.Question) {

@@ -7,9 +7,12 @@ import (
 )
 
 // DefaultReserved are the host labels a node may never claim because other
-// infradns plugins own them in the cluster zone: apiint (api, api-int) and
-// appswildcard (apps, and everything below it).
-var DefaultReserved = []string{"api", "api-int", "apps"}
+// infradns plugins own them in the cluster zone: apiint (api, api-int),
+// appswildcard (apps, and everything below it) and the zone's authority (dns:
+// dns.<zone> is the empty non-terminal above the nameserver ns.dns.<zone>,
+// answered NODATA by whichever plugin of the block sees it first, so a node
+// named dns would be served or not depending on the plugin order).
+var DefaultReserved = []string{"api", "api-int", "apps", "dns"}
 
 // ValidHostLabel reports whether l is a host name label (RFC 952/1123: letters,
 // digits and inner hyphens, 1 to 63 characters). Lower case is expected.

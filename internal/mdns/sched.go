@@ -131,3 +131,74 @@ func (b *Backoff) Step(now time.Time) bool {
 func (b *Backoff) Reset(now time.Time) {
 	b.next, b.interval = now, FirstQueryInterval
 }
+
+// PublishInterval and PublishBurst limit how often a Browser publishes a
+// snapshot (Heard) while the cache keeps changing. Building one walks the
+// whole cache, so a sender that changes it with every packet would otherwise
+// make the resolver rebuild its answers hundreds of times a second. Real
+// changes come alone or in short bursts (a node's new address and its goodbye
+// for the old one, a join and a leave): up to PublishBurst of them are
+// published at once; under a sustained flood, one per PublishInterval, so a
+// legitimate change waits at most that long, well within the second a node's
+// name has to resolve in.
+const (
+	PublishInterval = 250 * time.Millisecond
+	PublishBurst    = 8
+)
+
+// Coalescer decides when changes are published: a token bucket of burst
+// publications, refilled by one every interval; a change that finds the
+// bucket empty waits for the next token, together with every change after
+// it. The bucket is kept as time (one token is one interval), so it is exact.
+// Pure: the caller passes the time and does the publishing.
+type Coalescer struct {
+	every   time.Duration
+	max     time.Duration // burst tokens
+	credit  time.Duration // tokens held
+	at      time.Time     // when credit was last brought up to date
+	pending bool          // a change not published yet
+}
+
+// NewCoalescer returns a Coalescer that publishes burst changes at once and
+// then one per every.
+func NewCoalescer(every time.Duration, burst int) *Coalescer {
+	m := time.Duration(burst) * every
+	return &Coalescer{every: every, max: m, credit: m}
+}
+
+// Changed records a change to publish.
+func (c *Coalescer) Changed() { c.pending = true }
+
+func (c *Coalescer) refill(now time.Time) {
+	if !c.at.IsZero() {
+		d := now.Sub(c.at)
+		if d < 0 { // a clock that went back: count it as a full refill
+			d = c.max
+		}
+		c.credit = min(c.max, c.credit+d)
+	}
+	c.at = now
+}
+
+// Publish reports whether a pending change is to be published at now, and if
+// so counts it as published.
+func (c *Coalescer) Publish(now time.Time) bool {
+	if !c.pending {
+		return false
+	}
+	c.refill(now)
+	if c.credit < c.every {
+		return false
+	}
+	c.credit -= c.every
+	c.pending = false
+	return true
+}
+
+// Next returns when a pending change is due, or the zero time when none is.
+func (c *Coalescer) Next() time.Time {
+	if !c.pending {
+		return time.Time{}
+	}
+	return c.at.Add(max(0, c.every-c.credit))
+}

@@ -98,3 +98,58 @@ func TestVerifierWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestCoalescer(t *testing.T) {
+	const every = PublishInterval
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	type ev struct {
+		at      int  // ms after t0
+		change  bool // a change before asking
+		publish bool // want Publish to say yes
+		next    int  // want Next after it, ms after t0; -1: zero
+	}
+	tests := []struct {
+		name  string
+		burst int
+		evs   []ev
+	}{
+		{"nothing changed, nothing published", 2, []ev{{0, false, false, -1}, {1000, false, false, -1}}},
+		{"changes far apart are published at once", 1, []ev{{0, true, true, -1}, {1000, true, true, -1}, {5000, true, true, -1}}},
+		{"a burst is published at once", 2, []ev{{0, true, true, -1}, {1, true, true, -1}}},
+		{"a flood is published once per interval after the burst", 2, []ev{
+			{0, true, true, -1}, {1, true, true, -1},
+			{2, true, false, 250}, {100, true, false, 250}, {249, true, false, 250},
+			{250, true, true, -1},
+			{251, true, false, 500}, {400, true, false, 500},
+			{500, false, true, -1},
+			{501, false, false, -1},
+			{600, true, false, 750}}},
+		{"a quiet time refills the burst, not more", 2, []ev{
+			{0, true, true, -1}, {1, true, true, -1},
+			{10000, true, true, -1}, {10001, true, true, -1}, {10002, true, false, 10250}}},
+		{"a clock that went back does not stall", 1, []ev{
+			{1000, true, true, -1},
+			{1001, true, false, 1250},
+			{500, true, true, -1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCoalescer(every, tc.burst)
+			for i, e := range tc.evs {
+				if e.change {
+					c.Changed()
+				}
+				if got := c.Publish(ms(e.at)); got != e.publish {
+					t.Fatalf("Event %d at %d ms: Publish = %v, want %v", i, e.at, got, e.publish)
+				}
+				want := time.Time{}
+				if e.next >= 0 {
+					want = ms(e.next)
+				}
+				if got := c.Next(); !got.Equal(want) {
+					t.Fatalf("Event %d at %d ms: Next = %v, want %v", i, e.at, got.Sub(t0), want.Sub(t0))
+				}
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"slices"
@@ -38,9 +39,43 @@ var (
 	ErrMalformed = errors.New("announcement signature fields are malformed")
 )
 
+// KeyOwnership is how a key file is to be owned: the publisher runs as uid
+// and gid 65532 (deploy/static-pods/mdns-publisher.yaml.tmpl) and CoreDNS as
+// root, so root owns the file and the publisher's group may read it.
+const KeyOwnership = "owned by root:65532 with mode 0640 (chown root:65532 %[1]s && chmod 0640 %[1]s)"
+
+// checkKeyMode decides on the permissions of a key file. Writable by group or
+// others is refused: whoever can write the key can make this host sign or
+// accept what they like. Readable by others is a warning: any local user can
+// then forge announcements, but a Kubernetes Secret volume (mode 0644 by
+// default) looks like that too, and refusing it would take the node's names
+// down on an upgrade.
+func checkKeyMode(path string, mode fs.FileMode) (warning string, err error) {
+	perm := mode.Perm()
+	if perm&0o022 != 0 {
+		return "", fmt.Errorf("key file %s is writable by group or others (mode %04o): it must be "+KeyOwnership, path, perm)
+	}
+	if perm&0o004 != 0 {
+		return fmt.Sprintf("key file %s is readable by others (mode %04o): any local user can sign announcements; it should be "+KeyOwnership, path, perm), nil
+	}
+	return "", nil
+}
+
 // LoadKey reads a shared key file. Surrounding white space is ignored so a key
-// written with echo works.
-func LoadKey(path string) ([]byte, error) {
+// written with echo works. A file that group or others may write is refused;
+// warn, when not nil, receives what is merely unwise (readable by others).
+func LoadKey(path string, warn func(string)) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read key: %w", err)
+	}
+	w, err := checkKeyMode(path, st.Mode())
+	if err != nil {
+		return nil, err
+	}
+	if w != "" && warn != nil {
+		warn(w)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read key: %w", err)

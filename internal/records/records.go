@@ -80,6 +80,17 @@ func SetOf(as []netip.Addr) Set {
 // Empty reports whether the set has no address.
 func (s Set) Empty() bool { return len(s.V4) == 0 && len(s.V6) == 0 }
 
+// Addrs returns the addresses of the set, IPv4 first, in the set's order.
+func (s Set) Addrs() []netip.Addr {
+	out := make([]netip.Addr, 0, len(s.V4)+len(s.V6))
+	for _, ip := range append(slices.Clip(s.V4), s.V6...) {
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
 // RRs returns the records of qtype for owner. Other types get none: the name
 // exists, so the caller answers NODATA. The records are fresh (later plugins may
 // rewrite them in place) but come from one or two allocations, not one per

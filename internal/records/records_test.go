@@ -95,3 +95,25 @@ func TestSetOf(t *testing.T) {
 		})
 	}
 }
+
+func TestAddrs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "[]"},
+		{[]string{"2001:db8::5", "192.0.2.6", "192.0.2.5"}, "[192.0.2.6 192.0.2.5 2001:db8::5]"},
+		{[]string{"::ffff:192.0.2.5"}, "[192.0.2.5]"},
+	} {
+		s, err := ParseSet(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(s.Addrs()); got != tc.want {
+			t.Errorf("Addrs of %v = %s, want %s", tc.args, got, tc.want)
+		}
+		if a := s.Addrs(); len(a) > 0 && !a[0].Is4() && len(s.V4) > 0 {
+			t.Errorf("Addrs of %v: IPv4 not first", tc.args)
+		}
+	}
+}

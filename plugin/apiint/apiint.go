@@ -4,6 +4,8 @@ package apiint
 
 import (
 	"context"
+	"net/netip"
+	"slices"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -80,6 +82,14 @@ func (a *APIInt) Origins() []string { return a.Zones }
 
 // Fallthrough implements authority.Member.
 func (a *APIInt) Fallthrough() fall.F { return a.Fall }
+
+// VIPs returns the addresses apiint answers with (api-int and api): the
+// API VIPs, which mdnsnodes never serves as a node's address.
+func (a *APIInt) VIPs() []netip.Addr {
+	vs := append(a.apiInt.Addrs(), a.api.Addrs()...)
+	slices.SortFunc(vs, netip.Addr.Compare)
+	return slices.Compact(vs)
+}
 
 // RecordTTL implements authority.Member.
 func (a *APIInt) RecordTTL() uint32 { return a.ttl }

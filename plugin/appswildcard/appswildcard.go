@@ -4,6 +4,7 @@ package appswildcard
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 
 	"github.com/coredns/coredns/plugin"
@@ -131,3 +132,13 @@ func (a *AppsWildcard) Fallthrough() fall.F { return a.Fall }
 
 // RecordTTL implements authority.Member.
 func (a *AppsWildcard) RecordTTL() uint32 { return a.ttl }
+
+// VIPs returns the addresses of every wildcard: the ingress VIPs, which
+// mdnsnodes never serves as a node's address.
+func (a *AppsWildcard) VIPs() []netip.Addr {
+	var out []netip.Addr
+	for _, w := range a.wildcards {
+		out = append(out, w.Addrs.Addrs()...)
+	}
+	return out
+}

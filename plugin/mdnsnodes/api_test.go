@@ -97,6 +97,7 @@ func TestMerge(t *testing.T) {
 				{Name: "api", Addresses: addrs("198.51.100.11")},
 				{Name: "api-int.ocp4.example.com", Addresses: addrs("198.51.100.12")},
 				{Name: "apps", Addresses: addrs("198.51.100.13")},
+				{Name: "dns.ocp4.example.com", Addresses: addrs("198.51.100.14")},
 			},
 			want: map[string]records.Set{}},
 		{name: "node without InternalIP skipped",

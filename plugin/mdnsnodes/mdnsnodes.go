@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,9 @@ type MDNSNodes struct {
 	service  string
 	keyFile  string
 	reserved []string
+	// vips are the addresses of the sibling plugins' VIPs (apiint,
+	// appswildcard), learnt at OnStartup: never a node's address.
+	vips []netip.Addr
 	// kubeconfig, when set, adds the Nodes of the API to what mDNS hears.
 	kubeconfig string
 	// newClient replaces the kubeconfig lookup in tests (a fake clientset).
@@ -76,7 +80,7 @@ func (m *MDNSNodes) build() {
 
 // filter is what the browser keeps.
 func (m *MDNSNodes) filter() mdns.Filter {
-	return mdns.Filter{Cluster: m.cluster, Service: m.service + "." + mdns.DefaultDomain, Reserved: m.reserved}
+	return mdns.Filter{Cluster: m.cluster, Service: m.service + "." + mdns.DefaultDomain, Reserved: m.reserved, Exclude: m.vips}
 }
 
 // Start starts listening and, with a kubeconfig, watching the Nodes of the
@@ -88,7 +92,7 @@ func (m *MDNSNodes) Start() error {
 	if m.listens() {
 		var key []byte
 		if m.keyFile != "" {
-			k, err := mdns.LoadKey(m.keyFile)
+			k, err := mdns.LoadKey(m.keyFile, func(s string) { log.Warning(s) })
 			if err != nil {
 				return err
 			}
@@ -98,6 +102,10 @@ func (m *MDNSNodes) Start() error {
 		for _, reason := range mdns.Reasons {
 			rejected.WithLabelValues(server, reason)
 		}
+		for _, reason := range mdns.DropReasons {
+			dropped.WithLabelValues(server, reason)
+		}
+		ttlCapped.WithLabelValues(server)
 		sourceNodes.WithLabelValues(server, sourceMDNS).Set(0)
 		var err error
 		b, err = mdns.NewBrowser(mdns.BrowserConfig{
@@ -116,6 +124,12 @@ func (m *MDNSNodes) Start() error {
 				}
 				for reason, n := range r.Rejected {
 					rejected.WithLabelValues(server, reason).Add(float64(n))
+				}
+				for reason, n := range r.Dropped {
+					dropped.WithLabelValues(server, reason).Add(float64(n))
+				}
+				if r.TTLCapped > 0 {
+					ttlCapped.WithLabelValues(server).Add(float64(r.TTLCapped))
 				}
 			},
 			OnQuery: func() { queries.WithLabelValues(server).Inc() },
@@ -227,6 +241,33 @@ func (m *MDNSNodes) nodeLabel(qname, zone string) (string, bool) {
 		}
 	}
 	return l, true
+}
+
+// vipHolder is implemented by the sibling plugins that answer with the
+// cluster's VIPs: apiint (API) and appswildcard (ingress).
+type vipHolder interface {
+	VIPs() []netip.Addr
+}
+
+// siblingVIPs collects the VIPs of the plugins of a server block, looked up
+// at OnStartup as k8s_external looks up kubernetes. keepalived adds the VIPs
+// to a node's interface, so an unsigned announcement can name them as any
+// node's address (a rogue "master-2 → API VIP" would steal the node's
+// traffic); the publisher leaves them out (--exclude-address), and the cache
+// drops them from whatever it hears. A Corefile block without these plugins
+// has no VIPs to protect in its zone.
+func siblingVIPs(hs []plugin.Handler) []netip.Addr {
+	var vips []netip.Addr
+	for _, h := range hs {
+		if v, ok := h.(vipHolder); ok {
+			for _, a := range v.VIPs() {
+				if !slices.Contains(vips, a) {
+					vips = append(vips, a)
+				}
+			}
+		}
+	}
+	return vips
 }
 
 // Name implements the plugin.Handler interface.

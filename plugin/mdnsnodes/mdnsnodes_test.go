@@ -42,6 +42,9 @@ func TestServeDNS(t *testing.T) {
 	withNodes(m, map[string]records.Set{
 		"master-0": {V4: []net.IP{net.ParseIP("198.51.100.11").To4()}, V6: []net.IP{net.ParseIP("2001:db8:1::11")}},
 		"worker-0": {V4: []net.IP{net.ParseIP("198.51.100.21").To4(), net.ParseIP("198.51.100.22").To4()}},
+		// Never in an index built from the cache or the API (reserved
+		// there too); here to show that the name stays the authority's.
+		"dns": {V4: []net.IP{net.ParseIP("198.51.100.53").To4()}},
 	})
 	cases := []struct {
 		name string
@@ -66,6 +69,8 @@ func TestServeDNS(t *testing.T) {
 			Rcode: dns.RcodeNameError, Ns: []dns.RR{test.SOA(soa)}}},
 		{name: "reserved label is not ours", tc: test.Case{Qname: "api-int.ocp4.example.com.", Qtype: dns.TypeA,
 			Rcode: dns.RcodeNameError, Ns: []dns.RR{test.SOA(soa)}}},
+		{name: "dns is the authority's, not a node's", tc: test.Case{Qname: "dns.ocp4.example.com.", Qtype: dns.TypeA,
+			Ns: []dns.RR{test.SOA(soa)}}},
 		{name: "apex SOA", tc: test.Case{Qname: "ocp4.example.com.", Qtype: dns.TypeSOA, Answer: []dns.RR{test.SOA(soa)}}},
 		{name: "apex NS", tc: test.Case{Qname: "ocp4.example.com.", Qtype: dns.TypeNS,
 			Answer: []dns.RR{test.NS("ocp4.example.com. 30 IN NS ns.dns.ocp4.example.com.")}}},

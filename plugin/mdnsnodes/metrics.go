@@ -44,6 +44,20 @@ var (
 		Name:      "announcements_rejected_total",
 		Help:      "Counter of mDNS announcements rejected, by zones and reason.",
 	}, []string{"zones", "reason"})
+	// dropped counts the address records left out of accepted
+	// announcements: over a limit of the cache, or a VIP.
+	dropped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "records_dropped_total",
+		Help:      "Counter of mDNS address records not cached, by zones and reason (host_limit, source_limit, full, vip).",
+	}, []string{"zones", "reason"})
+	ttlCapped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "records_ttl_capped_total",
+		Help:      "Counter of mDNS records cached with their TTL lowered to 4500 seconds, by zones.",
+	}, []string{"zones"})
 	queries = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

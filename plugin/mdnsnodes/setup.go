@@ -28,7 +28,9 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	c.OnStartup(func() error {
-		m.Link(dnsserver.GetConfig(c), m)
+		cfg := dnsserver.GetConfig(c)
+		m.Link(cfg, m)
+		m.vips = siblingVIPs(cfg.Handlers())
 		if err := m.Start(); err != nil {
 			return plugin.Error(pluginName, err)
 		}

@@ -157,3 +157,38 @@ func TestStartBadKey(t *testing.T) {
 	}
 	m.Stop() // before or without Start: a no-op
 }
+
+// TestStartKeyMode checks that a key file group or others may write stops
+// the plugin at startup with an error that says how to fix it.
+func TestStartKeyMode(t *testing.T) {
+	tests := []struct {
+		name    string
+		mode    os.FileMode
+		wantErr string
+	}{
+		{"group may write", 0o660, "chmod 0640"},
+		{"anyone may write", 0o646, "chown root:65532"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			keyFile := filepath.Join(t.TempDir(), "key")
+			if err := os.WriteFile(keyFile, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(keyFile, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			c := caddy.NewTestController("dns", "mdnsnodes {\n bind 198.51.100.11\n key "+keyFile+"\n}")
+			c.ServerBlockKeys = []string{"ocp4.example.com."}
+			m, err := parse(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = m.Start()
+			m.Stop()
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "writable by group or others") {
+				t.Fatalf("Start with a key file of mode %04o: %v, want an error that says %q", tc.mode, err, tc.wantErr)
+			}
+		})
+	}
+}

