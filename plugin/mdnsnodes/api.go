@@ -2,6 +2,7 @@ package mdnsnodes
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ const (
 // would only be NODATA for both families. Two Nodes with the same first
 // label (master-0 and master-0.ocp4.example.com) are one name: the Node whose
 // name sorts first serves it, so the answer does not depend on list order.
-func apiIndex(nodes []cluster.Node, reserved []string) map[string]records.Set {
+func apiIndex(nodes []cluster.Node, reserved []string, vips []netip.Addr) map[string]records.Set {
 	out := make(map[string]records.Set, len(nodes))
 	owner := make(map[string]string, len(nodes))
 	for _, n := range nodes {
@@ -37,7 +38,10 @@ func apiIndex(nodes []cluster.Node, reserved []string) map[string]records.Set {
 		if o, dup := owner[l]; dup && o < n.Name {
 			continue
 		}
-		set := records.SetOf(n.Addresses)
+		// A VIP is no node's address, whatever a Node lists (kubelet picks
+		// one up from an interface keepalived put it on): the same rule as
+		// for what mDNS hears.
+		set := records.SetOf(slices.DeleteFunc(slices.Clone(n.Addresses), func(a netip.Addr) bool { return slices.Contains(vips, a.Unmap()) }))
 		if set.Empty() {
 			continue
 		}
@@ -137,7 +141,7 @@ func (m *MDNSNodes) watchAPI(ctx context.Context) {
 	}
 	o.NodesOnly = true
 	err := kube.New(client, o).Run(ctx, func(_ context.Context, s cluster.Snapshot) error {
-		api := apiIndex(s.Nodes, m.reserved)
+		api := apiIndex(s.Nodes, m.reserved, m.vips)
 		m.api.Store(&api)
 		lastAPI.Store(m.kubeconfig, &api)
 		m.publish()

@@ -121,6 +121,9 @@ func TestMerge(t *testing.T) {
 		{name: "two Nodes for one label: the first name without an address does not hide the other",
 			nodes: []cluster.Node{{Name: "master-0"}, {Name: "master-0.ocp4.example.com", Addresses: addrs("198.51.100.12")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.12")}, api: 1},
+		{name: "a VIP a Node lists is no node address",
+			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11", "192.0.2.5")}, {Name: "master-1", Addresses: addrs("192.0.2.10")}},
+			want:  map[string]records.Set{"master-0": set("198.51.100.11")}, api: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,7 +131,7 @@ func TestMerge(t *testing.T) {
 			if tc.heard != nil {
 				heard = &nodeIndex{nodes: tc.heard}
 			}
-			api := apiIndex(tc.nodes, mdns.DefaultReserved)
+			api := apiIndex(tc.nodes, mdns.DefaultReserved, addrs("192.0.2.5", "192.0.2.10"))
 			if len(api) != tc.api {
 				t.Errorf("apiIndex kept %d labels %v, want %d", len(api), api, tc.api)
 			}
