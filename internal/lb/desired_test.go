@@ -35,14 +35,7 @@ func TestDesiredRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, c := snap(3, false), spec(false)
-			if tc.s != nil {
-				tc.s(&s)
-			}
-			if tc.c != nil {
-				tc.c(&c)
-			}
-			_, err := Desired(s, mustModel(c))
+			_, err := desiredOf(tc.s, tc.c)
 			if err == nil {
 				t.Fatal("Expected an error")
 			}
@@ -183,14 +176,7 @@ func TestDesiredRefusesUnsafe(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, c := snap(3, false), spec(false)
-			if tc.s != nil {
-				tc.s(&s)
-			}
-			if tc.c != nil {
-				tc.c(&c)
-			}
-			p, err := Desired(s, mustModel(c))
+			p, err := desiredOf(tc.s, tc.c)
 			if !errors.Is(err, ErrUnsafe) {
 				k, _ := RenderKeepalived(p)
 				h, _ := RenderHAProxy(p)
@@ -198,4 +184,17 @@ func TestDesiredRefusesUnsafe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// desiredOf is Desired of the three-node snapshot and the spec, each
+// changed by its func when one is given.
+func desiredOf(sf func(*Snapshot), cf func(*cluster.Spec)) (Plan, error) {
+	s, c := snap(3, false), spec(false)
+	if sf != nil {
+		sf(&s)
+	}
+	if cf != nil {
+		cf(&c)
+	}
+	return Desired(s, mustModel(c))
 }

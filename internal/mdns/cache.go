@@ -213,21 +213,15 @@ func (h *host) anyServed(now time.Time) bool {
 // same data from another sender (a host's other family, whose IPv6 source is
 // link-local) is no conflict (RFC 6762 9).
 func (h *host) same(rrs []dns.RR, now time.Time) bool {
-	n := 0
+	addrs := make([]netip.Addr, 0, len(rrs))
 	for _, rr := range rrs {
-		a, _ := addrOf(rr)
-		if rr.Header().Ttl == 0 || !h.holds(a, now) {
+		if rr.Header().Ttl == 0 {
 			return false
 		}
-		n++
+		a, _ := addrOf(rr)
+		addrs = append(addrs, a)
 	}
-	served := 0
-	for _, r := range h.addrs {
-		if r.served(now) {
-			served++
-		}
-	}
-	return n == served
+	return h.servesExactly(addrs, now)
 }
 
 // servesExactly reports whether addrs (repeats allowed) are the addresses
