@@ -273,6 +273,15 @@ func CheckPath(p string) error {
 	return nil
 }
 
+// CheckNamespace accepts a Kubernetes namespace name (a DNS-1123 label:
+// lower-case letters, digits, inner '-', at most 63).
+func CheckNamespace(ns string) error {
+	if !labelRE.MatchString(ns) {
+		return fmt.Errorf("%q is not a namespace name (a DNS label: lower-case letters, digits, inner '-')", ns)
+	}
+	return nil
+}
+
 // CheckNamespacedName accepts NAMESPACE/NAME of two DNS-1123 labels.
 func CheckNamespacedName(s string) error {
 	ns, name, ok := strings.Cut(s, "/")

@@ -22,8 +22,11 @@ type position struct {
 //	Corefile:7 - Error during parsing: zone: used more than once (first on line 5)
 //
 // When the first use came from another file (an import), that file is named too.
-func (o *Once) Use(c *caddy.Controller) error {
-	name := c.Val()
+func (o *Once) Use(c *caddy.Controller) error { return o.UseAs(c, c.Val()) }
+
+// UseAs is Use for an option that may be given once per kind, recorded as
+// name ("reload keepalived" and "reload haproxy" are two options).
+func (o *Once) UseAs(c *caddy.Controller, name string) error {
 	here := position{file: c.File(), line: c.Line()}
 	if p, ok := o.first[name]; ok {
 		if p.file != here.file {
@@ -37,3 +40,7 @@ func (o *Once) Use(c *caddy.Controller) error {
 	o.first[name] = here
 	return nil
 }
+
+// Line is the line an option was first given on, 0 if it was not: for an
+// error found after the block, at the option that caused it.
+func (o *Once) Line(name string) int { return o.first[name].line }

@@ -1,8 +1,8 @@
 package nodecfg
 
 import (
+	"cmp"
 	"errors"
-	"fmt"
 	"net/netip"
 	"path"
 	"regexp"
@@ -40,7 +40,6 @@ type Values struct {
 }
 
 var (
-	labelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	imageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@-]*$`)
 )
 
@@ -190,7 +189,7 @@ func (f File) apiAccess(v *Values) error {
 		v.Kubeconfig = "" // the bootstrap node has no API of its own to follow
 		return nil
 	}
-	if err := absPath(f.Kubeconfig); err != nil {
+	if err := cluster.CheckPath(f.Kubeconfig); err != nil {
 		return f.errorf([]string{"kubeconfig"}, "%v", err)
 	}
 	v.KubeconfigDir = path.Dir(f.Kubeconfig)
@@ -204,7 +203,7 @@ func (f File) mdnsKey(*Values) error {
 	if f.MDNSKey == "" {
 		return nil
 	}
-	if err := absPath(f.MDNSKey); err != nil {
+	if err := cluster.CheckPath(f.MDNSKey); err != nil {
 		return f.errorf([]string{"mdnsKey"}, "%v", err)
 	}
 	if path.Dir(f.MDNSKey) != ConfigDir {
@@ -249,11 +248,13 @@ func (f File) namespaces(v *Values) error {
 	if v.Namespace == "" {
 		v.Namespace = "kube-system"
 	}
-	if !labelRE.MatchString(v.Namespace) {
-		return f.errorf([]string{"namespace"}, "%q is not a namespace name", f.Namespace)
+	if err := cluster.CheckNamespace(v.Namespace); err != nil {
+		return f.errorf([]string{"namespace"}, "%v", err)
 	}
-	if f.StatusLease != "" && !labelRE.MatchString(f.StatusLease) {
-		return f.errorf([]string{"statusLeaseNamespace"}, "%q is not a namespace name", f.StatusLease)
+	if f.StatusLease != "" {
+		if err := cluster.CheckNamespace(f.StatusLease); err != nil {
+			return f.errorf([]string{"statusLeaseNamespace"}, "%v", err)
+		}
 	}
 	return nil
 }
@@ -263,7 +264,7 @@ func (f File) ports(*Values) error {
 	for _, k := range []struct {
 		key  string
 		port uint16
-	}{{"lbPort", cmpOr(f.LBPort, cluster.DefaultLBPort)}, {"lbHealthPort", cmpOr(f.HealthPort, cluster.DefaultHealthPort)}} {
+	}{{"lbPort", cmp.Or(f.LBPort, cluster.DefaultLBPort)}, {"lbHealthPort", cmp.Or(f.HealthPort, cluster.DefaultHealthPort)}} {
 		switch k.port {
 		case healthPort, readyPort, metricsPort, publisherMetricsPort, lbDNSPort, lbHealthPort, lbReadyPort, lbMetricsPort, 53:
 			return f.errorf([]string{k.key}, "%d is taken by CoreDNS, lbconfig or mdns-publisher", k.port)
@@ -286,19 +287,5 @@ func (f File) metrics(v *Values) error {
 	v.Metrics = netip.AddrPortFrom(a, metricsPort).String()
 	v.LBMetrics = netip.AddrPortFrom(a, lbMetricsPort).String()
 	v.PublisherMetrics = netip.AddrPortFrom(a, publisherMetricsPort).String()
-	return nil
-}
-
-func cmpOr(a, b uint16) uint16 {
-	if a != 0 {
-		return a
-	}
-	return b
-}
-
-func absPath(p string) error {
-	if err := cluster.CheckPath(p); err != nil {
-		return fmt.Errorf("%w", err)
-	}
 	return nil
 }

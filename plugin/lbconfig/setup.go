@@ -14,10 +14,9 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/directive"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/records"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 const pluginName = "lbconfig"
@@ -81,18 +80,19 @@ type blockPos struct {
 	line  int
 }
 
-// parsing is one lbconfig block being read: the Spec it fills and the line
-// of each option, for errors found after the block.
+// parsing is one lbconfig block being read: the Spec it fills and where
+// each option was given (reload and health-check once per kind), for
+// errors found after the block.
 type parsing struct {
-	c     *caddy.Controller
-	l     *LBConfig
-	spec  cluster.Spec
-	lines map[string]int // option (with its kind for reload and health-check) → line
-	line  int            // the directive's own line
+	c    *caddy.Controller
+	l    *LBConfig
+	spec cluster.Spec
+	once directive.Once
+	line int // the directive's own line
 }
 
 func parse(c *caddy.Controller) (*LBConfig, error) {
-	p := &parsing{c: c, l: New(), lines: map[string]int{}}
+	p := &parsing{c: c, l: New()}
 	uses := 0
 	for c.Next() {
 		if uses++; uses > 1 {
@@ -128,10 +128,10 @@ func (p *parsing) finish() (*LBConfig, error) {
 	}
 	ka, ha := l.outputs[lb.Keepalived], l.outputs[lb.HAProxyCfg]
 	if ka.path != "" && ka.path == ha.path {
-		return nil, p.errAt(p.lines["haproxy"], "keepalived and haproxy both write %s", ka.path)
+		return nil, p.errAt(p.once.Line("haproxy"), "keepalived and haproxy both write %s", ka.path)
 	}
 	if l.reload[lb.Keepalived].method == "pidfile" && l.reload[lb.Keepalived].path == l.reload[lb.HAProxyCfg].path {
-		return nil, p.errAt(p.lines["reload haproxy"], "keepalived and haproxy are both reloaded through %s", l.reload[lb.Keepalived].path)
+		return nil, p.errAt(p.once.Line("reload haproxy"), "keepalived and haproxy are both reloaded through %s", l.reload[lb.Keepalived].path)
 	}
 	m, err := cluster.New(s)
 	if err != nil {
@@ -147,7 +147,7 @@ func (p *parsing) finish() (*LBConfig, error) {
 		// broke a rule the others had kept.
 		line := 0
 		for _, o := range opts {
-			line = max(line, p.lines[o])
+			line = max(line, p.once.Line(o))
 		}
 		if line == 0 { // defaults broke the rule: point at the block
 			line = p.line
@@ -172,10 +172,9 @@ func (p *parsing) option() error {
 	if (opt == "reload" || opt == "health-check") && len(args) > 0 {
 		key = opt + " " + args[0] // one of each kind
 	}
-	if prev, ok := p.lines[key]; ok {
-		return c.Errf("%s: used more than once (first on line %d)", key, prev)
+	if err := p.once.UseAs(c, key); err != nil {
+		return err
 	}
-	p.lines[key] = c.Line()
 	one := func() (string, error) {
 		if len(args) != 1 {
 			return "", c.ArgErr()
@@ -294,8 +293,8 @@ func (p *parsing) option() error {
 		if err != nil {
 			return err
 		}
-		if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
-			return c.Errf("status-lease needs a namespace name: %q: %s", v, strings.Join(errs, "; "))
+		if err := cluster.CheckNamespace(v); err != nil {
+			return c.Errf("status-lease: %v", err)
 		}
 		l.statusNS = v
 	case "unicast":

@@ -93,6 +93,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("Timing/ids = %v %+v", s.VRRP.AdvertInterval, g)
 			}
 		}},
+		{name: "reload and health-check once per kind", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nreload keepalived none\nreload haproxy none\nhealth-check api none\nhealth-check ingress none\n}"},
 		{name: "v2 with whole seconds", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nvrrp-version 2\nadvert-interval 1s\n}"},
 		{name: "three ingress vips per family", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\ningress-vip 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10\nrouter-ids 0 0 40\n}",
 			check: func(t *testing.T, l *LBConfig) {
@@ -174,7 +175,7 @@ func TestParseRefuses(t *testing.T) {
 		{"health-check url", block("health-check api 127.0.0.1:9454"), at + "health-check api: \"127.0.0.1:9454\" is not an http(s) URL with a host, or none"},
 		{"health-check without a host", block("health-check api http://"), at + "health-check api: \"http://\" is not an http(s) URL with a host, or none"},
 		{"vrrp-guard", block("vrrp-guard 2m"), at + "vrrp-guard must be a duration in (0, 1m] or off: \"2m\""},
-		{"status-lease", block("status-lease kube_system"), at + "status-lease needs a namespace name: \"kube_system\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
+		{"status-lease", block("status-lease kube_system"), at + "status-lease: \"kube_system\" is not a namespace name (a DNS label: lower-case letters, digits, inner '-')"},
 		{"track-dir relative", block("track-dir run"), at + "track-dir: \"run\" must be a clean absolute path of letters, digits and ._/+@-"},
 		{"track-dir with a quote", block(`track-dir "/run/a\"b"`), at + "track-dir: \"/run/a\\\"b\" must be a clean absolute path of letters, digits and ._/+@-"},
 		{"track-dir with a newline", block("track-dir \"/run/a\nb\""), at + "track-dir: \"/run/a\\nb\" must be a clean absolute path of letters, digits and ._/+@-"},
