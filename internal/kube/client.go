@@ -28,8 +28,8 @@ import (
 // stay small. Tests adapt a (fake) clientset with FromClientset in package
 // kubefake.
 type Client interface {
-	// Nodes lists and watches Nodes.
-	Nodes() cache.ListerWatcher
+	// Nodes lists and watches the Nodes sel selects.
+	Nodes(sel NodeSelector) cache.ListerWatcher
 	// EndpointSlices lists and watches the EndpointSlices of namespace
 	// matching labelSelector.
 	EndpointSlices(namespace, labelSelector string) cache.ListerWatcher
@@ -87,6 +87,13 @@ func restFor(cfg *rest.Config, gv schema.GroupVersion, apiPath string) (*rest.RE
 	c.GroupVersion = &gv
 	c.APIPath = apiPath
 	c.NegotiatedSerializer = codecs.WithoutConversion()
+	// Protobuf: every node decodes every Node update it watches, and a
+	// Node decodes 8x faster from protobuf than from JSON (27 against
+	// 218 µs for a 40-image Node, BenchmarkNodeDecode), in a fifth fewer
+	// bytes (9.3 against 11.7 KB). JSON stays acceptable for anything
+	// without a protobuf form.
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -97,28 +104,32 @@ func restFor(cfg *rest.Config, gv schema.GroupVersion, apiPath string) (*rest.RE
 	return rc, nil
 }
 
-func (c *restClient) Nodes() cache.ListerWatcher {
-	return listWatch(c.core, "nodes", "", "", func() runtime.Object { return &corev1.NodeList{} })
+func (c *restClient) Nodes(sel NodeSelector) cache.ListerWatcher {
+	return listWatch(c.core, "nodes", "", sel.LabelSelector(), sel.FieldSelector(), func() runtime.Object { return &corev1.NodeList{} })
 }
 
 func (c *restClient) EndpointSlices(namespace, labelSelector string) cache.ListerWatcher {
-	return listWatch(c.discovery, "endpointslices", namespace, labelSelector, func() runtime.Object { return &discoveryv1.EndpointSliceList{} })
+	return listWatch(c.discovery, "endpointslices", namespace, labelSelector, "", func() runtime.Object { return &discoveryv1.EndpointSliceList{} })
 }
 
-func listWatch(rc rest.Interface, resource, namespace, selector string, newList func() runtime.Object) cache.ListerWatcher {
+func listWatch(rc rest.Interface, resource, namespace, labelSelector, fieldSelector string, newList func() runtime.Object) cache.ListerWatcher {
+	with := func(o *metav1.ListOptions) {
+		if labelSelector != "" {
+			o.LabelSelector = labelSelector
+		}
+		if fieldSelector != "" {
+			o.FieldSelector = fieldSelector
+		}
+	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			if selector != "" {
-				o.LabelSelector = selector
-			}
+			with(&o)
 			list := newList()
 			err := rc.Get().Namespace(namespace).Resource(resource).VersionedParams(&o, parameterCodec).Do(ctx).Into(list)
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			if selector != "" {
-				o.LabelSelector = selector
-			}
+			with(&o)
 			o.Watch = true
 			return rc.Get().Namespace(namespace).Resource(resource).VersionedParams(&o, parameterCodec).Watch(ctx)
 		},

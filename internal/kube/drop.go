@@ -1,5 +1,7 @@
 package kube
 
+import "sync"
+
 // Drop is a value the API sent that no snapshot carries, because a render
 // would write it into a file root runs (keepalived.conf, haproxy.cfg).
 type Drop struct {
@@ -27,13 +29,20 @@ const maxSeen = 1024
 // dropper reports each distinct drop once: a snapshot is taken after every
 // change in the cluster, and a bad value would otherwise be reported again
 // with each one.
+// Each Node watch reports from its own goroutine.
 type dropper struct {
 	report func(Drop)
+	mu     sync.Mutex
 	seen   map[Drop]bool
 }
 
 func (d *dropper) add(x Drop) {
-	if d == nil || d.seen[x] {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.seen[x] {
 		return
 	}
 	if len(d.seen) >= maxSeen {

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -50,6 +49,9 @@ type Options struct {
 	// IngressNodes and the ingress service is ignored. mdnsnodes needs no
 	// EndpointSlice, and its identity may only be allowed to read Nodes.
 	NodesOnly bool
+	// NodeName is this node: with it (and not NodesOnly) the watcher
+	// reads only the Nodes a render needs (nodeSelectors).
+	NodeName string
 	// Dropped, when set, hears of each value the API sent that no snapshot
 	// carries (once per distinct value while the watch runs).
 	Dropped func(Drop)
@@ -91,6 +93,34 @@ const (
 	queueKey         = "render"
 )
 
+// MaxNamedNodeWatches bounds the watches of single router Nodes: with more
+// nodes holding a router than this, one watch of every Node is cheaper for
+// the API server than one per name.
+const MaxNamedNodeWatches = 16
+
+// nodeSelectors are the Nodes a load-balancer watcher reads: its own Node,
+// the control-plane Nodes (for the API group and haproxy's server names) and
+// the nodes with a ready router (the ingress groups). That is O(control
+// plane), not O(cluster): a worker's kubelet updating its status reaches no
+// lbconfig but its own. Without a node name, or with NodesOnly (mdnsnodes
+// serves every name), it is every Node.
+func (w *Watcher) nodeSelectors(routers []string) []NodeSelector {
+	if w.opts.NodesOnly || w.opts.NodeName == "" || len(routers) > MaxNamedNodeWatches {
+		return []NodeSelector{AllNodes}
+	}
+	out := make([]NodeSelector, 0, len(controlPlaneLabels)+1+len(routers))
+	for _, l := range controlPlaneLabels {
+		out = append(out, NodeSelector{Label: l})
+	}
+	out = append(out, NodeSelector{Name: w.opts.NodeName})
+	for _, r := range routers {
+		if r != w.opts.NodeName {
+			out = append(out, NodeSelector{Name: r})
+		}
+	}
+	return out
+}
+
 // Run watches until ctx is cancelled and calls h once after the caches have
 // synced and then once per burst of changes. It returns nil on cancellation.
 func (w *Watcher) Run(ctx context.Context, h Handler) error {
@@ -109,33 +139,35 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	// AddAfter keeps the earliest due time, so the render comes at most
 	// Debounce after the first event of a burst.
 	enqueue := func() { queue.AddAfter(queueKey, w.opts.Debounce) }
-	nodes := newNotifyStore(trimNode, enqueue)
-	refls := []*cache.Reflector{w.reflector("nodes", w.client.Nodes(), &corev1.Node{}, nodes)}
-	synced := []cache.InformerSynced{nodes.HasSynced}
-	l := listers{nodes: corelisters.NewNodeLister(nodes), drops: &dropper{report: w.opts.Dropped, seen: map[Drop]bool{}}}
+
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	// The reflectors stop before Run returns: no goroutine outlives a reload.
+	defer wg.Wait()
+	defer stop()
+	drops := &dropper{report: w.opts.Dropped, seen: map[Drop]bool{}}
+	nodes := &nodeWatches{w: w, ctx: runCtx, wg: &wg, changed: enqueue, drop: drops.add, running: map[NodeSelector]*nodeWatch{}}
+	l := listers{nodes: nodes, drops: drops}
+	var synced []cache.InformerSynced
 	if !w.opts.NodesOnly {
-		api := newNotifyStore(nil, enqueue)
-		ing := newNotifyStore(nil, enqueue)
-		refls = append(refls,
-			w.reflector("apiserver endpointslices", w.client.EndpointSlices(metav1.NamespaceDefault, serviceNameLabel+"=kubernetes"),
-				&discoveryv1.EndpointSlice{}, api),
-			w.reflector("ingress endpointslices", w.client.EndpointSlices(w.opts.IngressNamespace, serviceNameLabel+"="+w.opts.IngressService),
-				&discoveryv1.EndpointSlice{}, ing))
+		api := newNotifyStore(enqueue)
+		ing := newNotifyStore(enqueue)
+		w.start(runCtx, &wg, "apiserver endpointslices", w.client.EndpointSlices(metav1.NamespaceDefault, serviceNameLabel+"=kubernetes"),
+			&discoveryv1.EndpointSlice{}, api)
+		w.start(runCtx, &wg, "ingress endpointslices", w.client.EndpointSlices(w.opts.IngressNamespace, serviceNameLabel+"="+w.opts.IngressService),
+			&discoveryv1.EndpointSlice{}, ing)
 		synced = append(synced, api.HasSynced, ing.HasSynced)
 		l.api = discoverylisters.NewEndpointSliceLister(api)
 		l.ingress = discoverylisters.NewEndpointSliceLister(ing)
 	}
-
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, r := range refls {
-		wg.Go(func() { r.RunWithContext(runCtx) })
-	}
-	// The reflectors stop before Run returns: no goroutine outlives a reload.
-	defer wg.Wait()
-	defer stop()
+	// The router Nodes are known once the ingress slices are: the first
+	// snapshot waits for those too, so no render ranks the routers without
+	// some of them.
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil // cancelled before the first listing
+	}
+	if !nodes.set(w.nodeSelectors(l.routers())) {
+		return nil
 	}
 	w.synced.Store(true)
 	queue.Add(queueKey)
@@ -149,6 +181,10 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 		if quit {
 			return nil
 		}
+		if !nodes.set(w.nodeSelectors(l.routers())) {
+			queue.Done(key)
+			return nil
+		}
 		err := h(ctx, l.snapshot())
 		if err != nil && ctx.Err() == nil {
 			queue.AddRateLimited(key)
@@ -159,32 +195,120 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	}
 }
 
-func (w *Watcher) reflector(name string, lw cache.ListerWatcher, obj runtime.Object, store *notifyStore) *cache.Reflector {
+func (w *Watcher) start(ctx context.Context, wg *sync.WaitGroup, name string, lw cache.ListerWatcher, obj runtime.Object, store cache.ReflectorStore) {
 	b := reconnectBackoff
-	return cache.NewReflectorWithOptions(lw, obj, store, cache.ReflectorOptions{Name: name, Backoff: &b})
+	r := cache.NewReflectorWithOptions(lw, obj, store, cache.ReflectorOptions{Name: name, Backoff: &b})
+	wg.Go(func() { r.RunWithContext(ctx) })
+}
+
+// nodeWatches runs one Node watch per selector and follows the set asked
+// for: a router moving to another node starts a watch of that Node and stops
+// the old one.
+type nodeWatches struct {
+	w       *Watcher
+	ctx     context.Context
+	wg      *sync.WaitGroup
+	changed func()
+	drop    func(Drop)
+
+	running map[NodeSelector]*nodeWatch
+}
+
+type nodeWatch struct {
+	store *nodeStore
+	stop  context.CancelFunc
+}
+
+// syncWait bounds the wait for a new Node watch's first listing; a watch
+// that has not listed by then is read as empty and asks for a render when it
+// has.
+const syncWait = 5 * time.Second
+
+// set runs exactly the watches of sel and waits until each has listed (at
+// most syncWait for one started now). It reports false when ctx ended.
+func (n *nodeWatches) set(sel []NodeSelector) bool {
+	want := map[NodeSelector]bool{}
+	for _, s := range sel {
+		want[s] = true
+	}
+	for s, r := range n.running {
+		if !want[s] {
+			r.stop()
+			delete(n.running, s)
+		}
+	}
+	var started []cache.InformerSynced
+	for _, s := range sel {
+		if n.running[s] != nil {
+			continue
+		}
+		ctx, stop := context.WithCancel(n.ctx)
+		store := newNodeStore(n.changed, n.drop)
+		n.w.start(ctx, n.wg, "nodes ("+s.String()+")", n.w.client.Nodes(s), &corev1.Node{}, store)
+		n.running[s] = &nodeWatch{store: store, stop: stop}
+		started = append(started, store.HasSynced)
+	}
+	if len(started) == 0 {
+		return n.ctx.Err() == nil
+	}
+	wait := n.ctx.Done()
+	if n.w.synced.Load() {
+		// Already serving: a late router watch must not hold up other
+		// changes for long.
+		ctx, cancel := context.WithTimeout(n.ctx, syncWait)
+		defer cancel()
+		wait = ctx.Done()
+	}
+	cache.WaitForCacheSync(wait, started...)
+	return n.ctx.Err() == nil
+}
+
+// Nodes are the Nodes every watch holds, sorted by name, each once. With one
+// watch it is that watch's shared slice, not a copy.
+func (n *nodeWatches) Nodes() []cluster.Node {
+	if len(n.running) == 1 {
+		for _, r := range n.running {
+			return r.store.Nodes()
+		}
+	}
+	seen := map[string]bool{}
+	var out []cluster.Node
+	for _, r := range n.running {
+		for _, node := range r.store.Nodes() {
+			if !seen[node.Name] {
+				seen[node.Name] = true
+				out = append(out, node)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // listers read the stores; api and ingress are nil with NodesOnly.
 type listers struct {
-	nodes   corelisters.NodeLister
+	nodes   *nodeWatches
 	api     discoverylisters.EndpointSliceLister
 	ingress discoverylisters.EndpointSliceLister
 	drops   *dropper
 }
 
+// routers are the nodes with a ready ingress endpoint.
+func (l listers) routers() []string {
+	if l.ingress == nil {
+		return nil
+	}
+	ings, _ := l.ingress.List(labels.Everything())
+	return readyNodes(ings, l.drops.add)
+}
+
 // snapshot is what the stores hold, every value checked on its way in:
 // Node names, addresses, ports and endpoint node names end up in
 // keepalived.conf and haproxy.cfg, which root runs. A value that fails is
-// left out (and reported); it never reaches a render.
+// left out (and reported); it never reaches a render. The Nodes are shared
+// with the store: a handler must not modify them.
 func (l listers) snapshot() cluster.Snapshot {
-	var s cluster.Snapshot
-	nodes, _ := l.nodes.List(labels.Everything()) // a cache lister never fails
-	for _, n := range nodes {
-		if node, ok := toNode(n, l.drops.add); ok {
-			s.Nodes = append(s.Nodes, node)
-		}
-	}
-	slices.SortFunc(s.Nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
+	s := cluster.Snapshot{Nodes: l.nodes.Nodes()}
 	if l.api == nil {
 		return s
 	}
@@ -327,18 +451,4 @@ func slicePort(sl *discoveryv1.EndpointSlice, object string, drop func(Drop)) (u
 		return 0, false
 	}
 	return uint16(*first), true
-}
-
-func trimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil // a DeletedFinalStateUnknown tombstone
-	}
-	return &corev1.Node{
-		TypeMeta: n.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels,
-		},
-		Status: corev1.NodeStatus{Addresses: n.Status.Addresses},
-	}, nil
 }

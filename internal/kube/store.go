@@ -26,48 +26,28 @@ var reconnectBackoff = wait.Backoff{
 // its per-object handler machinery: the reflector writes into an indexer and
 // every write asks for one full re-render. Owning the reflector is what lets
 // the watcher choose its backoff, which shared informers do not expose.
+// The EndpointSlices it holds are few and small (nodeStore holds the Nodes).
 type notifyStore struct {
 	cache.Indexer
-	transform cache.TransformFunc
-	changed   func()
-	synced    atomic.Bool
+	changed func()
+	synced  atomic.Bool
 }
 
-func newNotifyStore(transform cache.TransformFunc, changed func()) *notifyStore {
+func newNotifyStore(changed func()) *notifyStore {
 	return &notifyStore{
-		Indexer:   cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{}),
-		transform: transform,
-		changed:   changed,
+		Indexer: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{}),
+		changed: changed,
 	}
-}
-
-// Transformer lets the reflector apply the transform in its own temporary
-// store (watch-list), so the indexer only ever holds trimmed objects.
-func (s *notifyStore) Transformer() cache.TransformFunc { return s.transform }
-
-func (s *notifyStore) tr(obj any) (any, error) {
-	if s.transform == nil {
-		return obj, nil
-	}
-	return s.transform(obj)
 }
 
 func (s *notifyStore) Add(obj any) error {
-	obj, err := s.tr(obj)
-	if err != nil {
-		return err
-	}
-	err = s.Indexer.Add(obj)
+	err := s.Indexer.Add(obj)
 	s.changed()
 	return err
 }
 
 func (s *notifyStore) Update(obj any) error {
-	obj, err := s.tr(obj)
-	if err != nil {
-		return err
-	}
-	err = s.Indexer.Update(obj)
+	err := s.Indexer.Update(obj)
 	s.changed()
 	return err
 }
@@ -81,13 +61,6 @@ func (s *notifyStore) Delete(obj any) error {
 // Replace is the reflector's full listing: the first one is the sync, later
 // ones (after a watch broke) may hide deletions, so each asks for a render.
 func (s *notifyStore) Replace(list []any, rv string) error {
-	for i, obj := range list {
-		o, err := s.tr(obj)
-		if err != nil {
-			return err
-		}
-		list[i] = o
-	}
 	err := s.Indexer.Replace(list, rv)
 	s.synced.Store(true)
 	s.changed()

@@ -198,6 +198,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	var applyMu sync.Mutex
 	o := kube.NewOptions()
 	o.IngressNamespace, o.IngressService = ctl.Model.IngressService()
+	o.NodeName = ctl.Model.NodeName()
 	o.Dropped = func(d kube.Drop) {
 		droppedValues.WithLabelValues(d.Field, d.Reason).Inc()
 		log.Warningf("left out of the render: %s %s %q (%s)", d.Object, d.Field, d.Value, d.Reason)

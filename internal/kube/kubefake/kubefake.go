@@ -5,9 +5,11 @@ package kubefake
 
 import (
 	"context"
+	"slices"
 
 	"github.com/infradns/infradns/internal/kube"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -23,13 +25,42 @@ type clientset struct{ cs kubernetes.Interface }
 // The fake clientset cannot stream a watch-list (no bookmarks);
 // ToListWatcherWithWatchListSemantics tells the reflector so, as client-go's
 // generated informers do.
-func (c clientset) Nodes() cache.ListerWatcher {
+//
+// The fake clientset ignores field selectors and a watch's label selector,
+// so the Nodes sel does not select are filtered out here, as the API server
+// would.
+func (c clientset) Nodes(sel kube.NodeSelector) cache.ListerWatcher {
+	match := func(n *corev1.Node) bool {
+		if sel.Name != "" && n.Name != sel.Name {
+			return false
+		}
+		if sel.Label != "" {
+			if _, ok := n.Labels[sel.Label]; !ok {
+				return false
+			}
+		}
+		return true
+	}
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.cs.CoreV1().Nodes().List(ctx, o)
+			o.LabelSelector, o.FieldSelector = sel.LabelSelector(), sel.FieldSelector()
+			list, err := c.cs.CoreV1().Nodes().List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			list.Items = slices.DeleteFunc(list.Items, func(n corev1.Node) bool { return !match(&n) })
+			return list, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.cs.CoreV1().Nodes().Watch(ctx, o)
+			o.LabelSelector, o.FieldSelector = sel.LabelSelector(), sel.FieldSelector()
+			w, err := c.cs.CoreV1().Nodes().Watch(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				n, ok := e.Object.(*corev1.Node)
+				return e, !ok || match(n)
+			}), nil
 		},
 	}, c.cs)
 }

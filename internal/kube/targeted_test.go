@@ -1,0 +1,161 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/kube"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func names(s cluster.Snapshot) []string {
+	var out []string
+	for _, n := range s.Nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// nodeSelectors are the list and watch requests the watcher made for Nodes,
+// as "label=...|field=...".
+func nodeSelectors(c *fake.Clientset) []string {
+	var out []string
+	for _, a := range c.Actions() {
+		if a.GetResource().Resource != "nodes" {
+			continue
+		}
+		var l, f string
+		switch x := a.(type) {
+		case k8stesting.ListActionImpl:
+			l, f = x.ListRestrictions.Labels.String(), x.ListRestrictions.Fields.String()
+		case k8stesting.WatchActionImpl:
+			l, f = x.WatchRestrictions.Labels.String(), x.WatchRestrictions.Fields.String()
+		default:
+			continue
+		}
+		out = append(out, a.GetVerb()+" label="+l+"|field="+f)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestWatcherTargeted checks that with a node name the watcher reads only
+// the Nodes a render needs (its own, the control plane, the routers): a
+// worker's update reaches it not at all, and a router moving to another node
+// brings that Node in.
+func TestWatcherTargeted(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(
+		node("master-0", "198.51.100.11", true),
+		node("master-1", "198.51.100.12", true),
+		node("worker-0", "198.51.100.20", false),
+		node("worker-1", "198.51.100.21", false),
+		node("worker-2", "198.51.100.22", false),
+		slice("default", "kubernetes", "kubernetes", 6443, ep{"198.51.100.11", "", yes}),
+		slice("openshift-ingress", "router-a", "router-internal-default", 1936, ep{"10.128.0.5", "worker-1", yes}),
+	)
+	o := kube.NewOptions()
+	o.NodeName = "worker-0"
+	ch, calls, _ := watch(t, c, o)
+
+	s := await(t, ch, "the initial state", func(s cluster.Snapshot) bool { return len(s.Nodes) > 0 })
+	if got, want := names(s), []string{"master-0", "master-1", "worker-0", "worker-1"}; !slices.Equal(got, want) {
+		t.Errorf("first snapshot has Nodes %v, want %v (worker-2 is neither this node, control plane nor a router)", got, want)
+	}
+	for _, sel := range nodeSelectors(c) {
+		if sel == "list label=|field=" || sel == "watch label=|field=" {
+			t.Errorf("watcher asked for every Node: %s", sel)
+		}
+	}
+
+	// worker-2 changes address: not watched, no render.
+	before := calls.Load()
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, node("worker-2", "198.51.100.23", false), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The router moves from worker-1 to worker-2.
+	r := slice("openshift-ingress", "router-a", "router-internal-default", 1936, ep{"10.128.0.5", "worker-2", yes})
+	if _, err := c.DiscoveryV1().EndpointSlices("openshift-ingress").Update(ctx, r, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s = await(t, ch, "worker-2 as the router", func(s cluster.Snapshot) bool {
+		return slices.Equal(s.IngressNodes, []string{"worker-2"}) && slices.Contains(names(s), "worker-2")
+	})
+	if got, want := names(s), []string{"master-0", "master-1", "worker-0", "worker-2"}; !slices.Equal(got, want) {
+		t.Errorf("after the move Nodes are %v, want %v", got, want)
+	}
+	if n, _ := s.Node("worker-2"); len(n.Addresses) != 1 || n.Addresses[0].String() != "198.51.100.23" {
+		t.Errorf("worker-2 = %+v, want its current address 198.51.100.23", n)
+	}
+	if calls.Load()-before > 3 {
+		t.Errorf("%d renders for one router move", calls.Load()-before)
+	}
+}
+
+// TestWatcherManyRouters checks that with more router nodes than
+// MaxNamedNodeWatches the watcher reads every Node with one watch.
+func TestWatcherManyRouters(t *testing.T) {
+	objs := []runtime.Object{node("master-0", "198.51.100.11", true), slice("default", "kubernetes", "kubernetes", 6443, ep{"198.51.100.11", "", yes})}
+	var eps []ep
+	for i := range kube.MaxNamedNodeWatches + 1 {
+		name := fmt.Sprintf("worker-%d", i)
+		objs = append(objs, node(name, fmt.Sprintf("198.51.100.%d", 100+i), false))
+		eps = append(eps, ep{fmt.Sprintf("10.128.0.%d", 10+i), name, yes})
+	}
+	objs = append(objs, node("idle", "198.51.100.99", false))
+	objs = append(objs, slice("openshift-ingress", "router-a", "router-internal-default", 1936, eps...))
+	c := fake.NewClientset(objs...)
+	o := kube.NewOptions()
+	o.NodeName = "master-0"
+	ch, _, _ := watch(t, c, o)
+	s := await(t, ch, "the initial state", func(s cluster.Snapshot) bool { return len(s.Nodes) > 0 })
+	if !slices.Contains(names(s), "idle") {
+		t.Errorf("Nodes %v: with %d routers every Node should be watched", names(s), kube.MaxNamedNodeWatches+1)
+	}
+	if got := nodeSelectors(c); !slices.Equal(got, []string{"list label=|field=", "watch label=|field="}) {
+		t.Errorf("Node requests %v, want one list and watch of every Node", got)
+	}
+}
+
+// TestWatcherHeartbeat checks a Node update that changes nothing a render
+// reads (kubelet's status heartbeat) calls no handler.
+func TestWatcherHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(node("master-0", "198.51.100.11", true), node("worker-0", "198.51.100.20", false))
+	o := kube.NewOptions()
+	o.NodesOnly = true
+	o.Debounce = time.Millisecond
+	ch, calls, _ := watch(t, c, o)
+	await(t, ch, "the initial state", func(s cluster.Snapshot) bool { return len(s.Nodes) == 2 })
+
+	for i := range 20 {
+		n := node("worker-0", "198.51.100.20", false)
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			LastHeartbeatTime: metav1.NewTime(time.Unix(int64(1000+i), 0))}}
+		n.Labels["kubernetes.io/hostname"] = fmt.Sprint(i) // a label nothing reads
+		if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A real change after the heartbeats: once it is seen, every heartbeat
+	// before it has been through the store.
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, node("worker-0", "198.51.100.21", false), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ch, "the new address", func(s cluster.Snapshot) bool {
+		n, _ := s.Node("worker-0")
+		return len(n.Addresses) == 1 && n.Addresses[0].String() == "198.51.100.21"
+	})
+	if got := calls.Load(); got != 2 {
+		t.Errorf("%d handler calls, want 2 (the initial state and the address change; 20 heartbeats cost none)", got)
+	}
+}
