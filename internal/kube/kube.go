@@ -49,6 +49,11 @@ type Options struct {
 	// IngressNodes and the ingress service is ignored. mdnsnodes needs no
 	// EndpointSlice, and its identity may only be allowed to read Nodes.
 	NodesOnly bool
+	// NamesService, with NodesOnly, is a Service ("namespace/name") whose
+	// EndpointSlices list a pod on every node (infradns' own DNS pods):
+	// while it lists any, the snapshots' Nodes are the slices' node names
+	// and addresses, and no Node is watched. See NodesFromSlices.
+	NamesService string
 	// NodeName is this node: with it (and not NodesOnly) the watcher
 	// reads only the Nodes a render needs (nodeSelectors).
 	NodeName string
@@ -104,7 +109,10 @@ const MaxNamedNodeWatches = 16
 // plane), not O(cluster): a worker's kubelet updating its status reaches no
 // lbconfig but its own. Without a node name, or with NodesOnly (mdnsnodes
 // serves every name), it is every Node.
-func (w *Watcher) nodeSelectors(routers []string) []NodeSelector {
+func (w *Watcher) nodeSelectors(routers []string, fromNames bool) []NodeSelector {
+	if fromNames {
+		return nil
+	}
 	if w.opts.NodesOnly || w.opts.NodeName == "" || len(routers) > MaxNamedNodeWatches {
 		return []NodeSelector{AllNodes}
 	}
@@ -126,6 +134,10 @@ func (w *Watcher) nodeSelectors(routers []string) []NodeSelector {
 func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	if !w.opts.NodesOnly && (w.opts.IngressNamespace == "" || w.opts.IngressService == "") {
 		return errors.New("kube watcher: ingress service not set")
+	}
+	namesNS, namesSvc, _ := strings.Cut(w.opts.NamesService, "/")
+	if w.opts.NamesService != "" && (!w.opts.NodesOnly || namesNS == "" || namesSvc == "") {
+		return errors.New("kube watcher: NamesService needs NodesOnly and a namespace/name")
 	}
 	name := "infradns-lbconfig"
 	if w.opts.NodesOnly {
@@ -149,6 +161,14 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	nodes := &nodeWatches{w: w, ctx: runCtx, wg: &wg, changed: enqueue, drop: drops.add, running: map[NodeSelector]*nodeWatch{}}
 	l := listers{nodes: nodes, drops: drops}
 	var synced []cache.InformerSynced
+	namesSynced := func() bool { return true }
+	if w.opts.NamesService != "" {
+		names := newNotifyStore(enqueue)
+		w.start(runCtx, &wg, "node name endpointslices", w.client.EndpointSlices(namesNS, serviceNameLabel+"="+namesSvc),
+			&discoveryv1.EndpointSlice{}, names)
+		namesSynced = names.HasSynced
+		l.names = discoverylisters.NewEndpointSliceLister(names)
+	}
 	if !w.opts.NodesOnly {
 		api := newNotifyStore(enqueue)
 		ing := newNotifyStore(enqueue)
@@ -166,7 +186,16 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil // cancelled before the first listing
 	}
-	if !nodes.set(w.nodeSelectors(l.routers())) {
+	// The names service may be missing or not readable (RBAC): after
+	// namesWait the Nodes serve, and the service takes over if it lists
+	// nodes later.
+	namesCtx, namesCancel := context.WithTimeout(ctx, namesWait)
+	cache.WaitForCacheSync(namesCtx.Done(), namesSynced)
+	namesCancel()
+	if ctx.Err() != nil {
+		return nil
+	}
+	if !nodes.set(w.nodeSelectors(l.routers(), l.fromNames())) {
 		return nil
 	}
 	w.synced.Store(true)
@@ -181,7 +210,7 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 		if quit {
 			return nil
 		}
-		if !nodes.set(w.nodeSelectors(l.routers())) {
+		if !nodes.set(w.nodeSelectors(l.routers(), l.fromNames())) {
 			queue.Done(key)
 			return nil
 		}
@@ -218,6 +247,9 @@ type nodeWatch struct {
 	store *nodeStore
 	stop  context.CancelFunc
 }
+
+// namesWait bounds the wait for the names service's first listing.
+const namesWait = 3 * time.Second
 
 // syncWait bounds the wait for a new Node watch's first listing; a watch
 // that has not listed by then is read as empty and asks for a render when it
@@ -285,12 +317,30 @@ func (n *nodeWatches) Nodes() []cluster.Node {
 	return out
 }
 
-// listers read the stores; api and ingress are nil with NodesOnly.
+// listers read the stores; api and ingress are nil with NodesOnly, names
+// without NamesService.
 type listers struct {
 	nodes   *nodeWatches
 	api     discoverylisters.EndpointSliceLister
 	ingress discoverylisters.EndpointSliceLister
+	names   discoverylisters.EndpointSliceLister
 	drops   *dropper
+}
+
+// fromNames says the names service lists nodes: they come from its slices.
+func (l listers) fromNames() bool {
+	if l.names == nil {
+		return false
+	}
+	sl, _ := l.names.List(labels.Everything())
+	for _, s := range sl {
+		for _, ep := range s.Endpoints {
+			if ep.NodeName != nil && *ep.NodeName != "" && len(ep.Addresses) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // routers are the nodes with a ready ingress endpoint.
@@ -308,7 +358,13 @@ func (l listers) routers() []string {
 // left out (and reported); it never reaches a render. The Nodes are shared
 // with the store: a handler must not modify them.
 func (l listers) snapshot() cluster.Snapshot {
-	s := cluster.Snapshot{Nodes: l.nodes.Nodes()}
+	var s cluster.Snapshot
+	if l.fromNames() {
+		sl, _ := l.names.List(labels.Everything())
+		s.Nodes = nodesFromSlices(sl, l.drops.add)
+	} else {
+		s.Nodes = l.nodes.Nodes()
+	}
 	if l.api == nil {
 		return s
 	}

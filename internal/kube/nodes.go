@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"github.com/infradns/infradns/internal/cluster"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -196,4 +198,45 @@ func trimNode(obj any) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// NodesFromSlices are the nodes the endpoints of slices name, each with the
+// addresses of its endpoints, sorted. For a Service that selects a
+// host-network pod on every node (infradns' DNS pods: their pod IPs are the
+// node's InternalIPs), this is every node's name and addresses in objects
+// that change when a pod comes or goes, not at every kubelet heartbeat, and
+// that weigh ~100 bytes per node instead of a Node's ~10 KB. Readiness is
+// not read: a name resolves whether or not its DNS pod is ready, as with
+// Nodes. Values that fail the checks are left out.
+func NodesFromSlices(slicesIn []*discoveryv1.EndpointSlice) []cluster.Node {
+	return nodesFromSlices(slicesIn, func(Drop) {})
+}
+
+func nodesFromSlices(slicesIn []*discoveryv1.EndpointSlice, drop func(Drop)) []cluster.Node {
+	byName := map[string][]netip.Addr{}
+	for _, sl := range slicesIn {
+		object := "EndpointSlice " + sl.Namespace + "/" + sl.Name
+		for _, ep := range sl.Endpoints {
+			if ep.NodeName == nil || *ep.NodeName == "" {
+				continue
+			}
+			name := *ep.NodeName
+			if cluster.CheckNodeName(name) != nil {
+				drop(Drop{Object: object, Field: "nodeName", Value: name, Reason: ReasonName})
+				continue
+			}
+			for _, a := range ep.Addresses {
+				if ip, ok := unicast(a, object, "address", drop); ok {
+					byName[name] = append(byName[name], ip)
+				}
+			}
+		}
+	}
+	out := make([]cluster.Node, 0, len(byName))
+	for name, addrs := range byName {
+		slices.SortFunc(addrs, netip.Addr.Compare)
+		out = append(out, cluster.Node{Name: name, Addresses: slices.Compact(addrs)})
+	}
+	slices.SortFunc(out, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/infradns/infradns/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -158,4 +159,61 @@ func TestWatcherHeartbeat(t *testing.T) {
 	if got := calls.Load(); got != 2 {
 		t.Errorf("%d handler calls, want 2 (the initial state and the address change; 20 heartbeats cost none)", got)
 	}
+}
+
+// TestWatcherNamesService checks the node names come from the names
+// service's EndpointSlices while it lists any (and no Node is watched then),
+// and from the Nodes while it lists none.
+func TestWatcherNamesService(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(node("master-0", "198.51.100.11", true), node("worker-0", "198.51.100.20", false))
+	o := kube.NewOptions()
+	o.NodesOnly = true
+	o.NamesService = "kube-system/infradns-nodes"
+	ch, calls, _ := watch(t, c, o)
+	s := await(t, ch, "Nodes while the service lists nothing", func(s cluster.Snapshot) bool { return len(s.Nodes) == 2 })
+	if n, _ := s.Node("worker-0"); len(n.Addresses) != 1 || n.Addresses[0].String() != "198.51.100.20" {
+		t.Errorf("worker-0 = %+v", n)
+	}
+
+	v4 := slice("kube-system", "infradns-nodes-abc", "infradns-nodes", 53,
+		ep{"198.51.100.11", "master-0", yes}, ep{"198.51.100.20", "worker-0", no}, ep{"198.51.100.30", "worker-1", nil})
+	v6 := slice("kube-system", "infradns-nodes-def", "infradns-nodes", 53, ep{"2001:db8::20", "worker-0", yes}, ep{"2001:db8::99", "Bad_Name", yes})
+	v6.AddressType = "IPv6"
+	for _, sl := range []*discoveryv1.EndpointSlice{v4, v6} {
+		if _, err := c.DiscoveryV1().EndpointSlices("kube-system").Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = await(t, ch, "the service's nodes", func(s cluster.Snapshot) bool {
+		n, _ := s.Node("worker-0")
+		return len(s.Nodes) == 3 && len(n.Addresses) == 2
+	})
+	want := map[string]string{"master-0": "[198.51.100.11]", "worker-0": "[198.51.100.20 2001:db8::20]", "worker-1": "[198.51.100.30]"}
+	for _, n := range s.Nodes {
+		if got := fmt.Sprint(n.Addresses); got != want[n.Name] {
+			t.Errorf("%s: %s, want %s (not-ready endpoints count: a name resolves whatever its pod's state)", n.Name, got, want[n.Name])
+		}
+	}
+
+	// No Node watch now: a Node's address change renders nothing.
+	before := calls.Load()
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, node("worker-0", "198.51.100.21", false), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if calls.Load() != before {
+		t.Errorf("a Node update rendered while the names service serves")
+	}
+
+	// The service goes away: back to the Nodes, with what they say now.
+	for _, n := range []string{v4.Name, v6.Name} {
+		if err := c.DiscoveryV1().EndpointSlices("kube-system").Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(t, ch, "Nodes again", func(s cluster.Snapshot) bool {
+		n, _ := s.Node("worker-0")
+		return len(s.Nodes) == 2 && len(n.Addresses) == 1 && n.Addresses[0].String() == "198.51.100.21"
+	})
 }

@@ -58,6 +58,10 @@ type File struct {
 	LBPort         uint16
 	HealthPort     uint16
 	IngressService string
+	// NodesService is the Service (NAMESPACE/NAME, deploy/nodes-service.yaml)
+	// whose EndpointSlices give mdnsnodes every node's name instead of the
+	// Nodes: what a large cluster should use.
+	NodesService string
 	// MetricsAddress is where the metrics endpoints listen (loopback when
 	// not set).
 	MetricsAddress netip.Addr
@@ -98,6 +102,7 @@ var keys = map[string]key{
 	"lbPort":               {"a port", port(func(f *File) *uint16 { return &f.LBPort })},
 	"lbHealthPort":         {"a port", port(func(f *File) *uint16 { return &f.HealthPort })},
 	"ingressService":       {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
+	"nodesService":         {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
 	"metricsAddress":       {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
 }
 

@@ -261,6 +261,7 @@ func TestRenderOptions(t *testing.T) {
 			f.IngressVIPs = ips("192.0.2.10", "192.0.2.11", "192.0.2.12")
 		}, publisher, []string{"- --exclude-address=192.0.2.11", "- --exclude-address=192.0.2.12"}},
 		{"namespace", func(f *File) { f.Namespace = "openshift-kni-infra" }, ManifestDir + "/infradns-keepalived.yaml", []string{"  namespace: openshift-kni-infra\n"}},
+		{"nodes service", func(f *File) { f.NodesService = "kube-system/infradns-nodes" }, Corefile, []string{"        nodes-service kube-system/infradns-nodes\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := exampleFile(t)

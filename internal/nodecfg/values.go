@@ -20,6 +20,7 @@ type Values struct {
 	APIServers, Upstreams, Listen                            []string
 	Kubeconfig, KubeconfigDir, MDNSKey                       string
 	StatusLease, IngressService, AdvertInterval, RouterIDs   string
+	NodesService                                             string
 	Unicast                                                  bool
 	VRRPVersion                                              int
 	APIPort, LBPort, HAHealthPort                            uint16
@@ -136,7 +137,7 @@ func (f File) fixed() Values {
 	return Values{
 		Cluster: f.Cluster, Role: f.Role, Interface: f.Interface, Image: f.Image,
 		Kubeconfig: f.Kubeconfig, MDNSKey: f.MDNSKey, StatusLease: f.StatusLease,
-		IngressService: f.IngressService, Unicast: f.Unicast, VRRPVersion: f.VRRPVersion,
+		IngressService: f.IngressService, NodesService: f.NodesService, Unicast: f.Unicast, VRRPVersion: f.VRRPVersion,
 		APIPort: f.APIPort, LBPort: f.LBPort, HAHealthPort: f.HealthPort, Listen: f.Listen,
 
 		ConfigDir: ConfigDir, LBDir: LBDir, RunDir: RunDir, TrackDir: RunDir + "/track",
@@ -254,6 +255,14 @@ func (f File) namespaces(v *Values) error {
 	if f.StatusLease != "" {
 		if err := cluster.CheckNamespace(f.StatusLease); err != nil {
 			return f.errorf([]string{"statusLeaseNamespace"}, "%v", err)
+		}
+	}
+	if f.NodesService != "" {
+		if err := cluster.CheckNamespacedName(f.NodesService); err != nil {
+			return f.errorf([]string{"nodesService"}, "%v", err)
+		}
+		if f.Kubeconfig == "" && f.Role != Bootstrap {
+			return f.errorf([]string{"nodesService"}, "needs kubeconfig: it is a Service of the API")
 		}
 	}
 	return nil

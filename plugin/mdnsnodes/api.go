@@ -140,6 +140,7 @@ func (m *MDNSNodes) watchAPI(ctx context.Context) {
 		log.Warningf("not a node record: %s %s %q (%s)", d.Object, d.Field, d.Value, d.Reason)
 	}
 	o.NodesOnly = true
+	o.NamesService = m.namesService
 	err := kube.New(client, o).Run(ctx, func(_ context.Context, s cluster.Snapshot) error {
 		api := apiIndex(s.Nodes, m.reserved, m.vips)
 		m.api.Store(&api)

@@ -42,6 +42,10 @@ type MDNSNodes struct {
 	vips []netip.Addr
 	// kubeconfig, when set, adds the Nodes of the API to what mDNS hears.
 	kubeconfig string
+	// namesService, with kubeconfig, is the Service ("namespace/name") whose
+	// EndpointSlices give every node's name and addresses instead of the
+	// Nodes (kube.Options.NamesService).
+	namesService string
 	// newClient replaces the kubeconfig lookup in tests (a fake clientset).
 	newClient func() (kube.Client, error)
 

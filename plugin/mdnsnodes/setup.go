@@ -10,6 +10,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/directive"
 	"github.com/infradns/infradns/internal/mdns"
 
@@ -124,6 +125,15 @@ func parse(c *caddy.Controller) (*MDNSNodes, error) {
 					return nil, c.ArgErr()
 				}
 				m.kubeconfig = args[0]
+			case "nodes-service":
+				args := c.RemainingArgs()
+				if len(args) != 1 {
+					return nil, c.ArgErr()
+				}
+				if err := cluster.CheckNamespacedName(args[0]); err != nil {
+					return nil, c.Errf("nodes-service: %v", err)
+				}
+				m.namesService = args[0]
 			case "fallthrough":
 				m.Fall.SetZonesFromArgs(c.RemainingArgs())
 			default:
@@ -132,6 +142,9 @@ func parse(c *caddy.Controller) (*MDNSNodes, error) {
 		}
 		if m.iface != "" && m.bind.IsValid() {
 			return nil, c.Err("use either 'interface' or 'bind', not both")
+		}
+		if m.namesService != "" && m.kubeconfig == "" {
+			return nil, c.Err("nodes-service needs kubeconfig: it names a Service of the API")
 		}
 		if m.iface == "" && !m.bind.IsValid() && m.kubeconfig == "" {
 			return nil, c.Err("one of 'interface NAME' or 'bind ADDRESS' is required: the link to listen on (or 'kubeconfig PATH' for the Nodes of the API alone)")

@@ -32,6 +32,7 @@ func TestParse(t *testing.T) {
 		fall    fall.F
 		key     string
 		kube    string
+		names   string
 	}{
 		{name: "minimal", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n}",
 			zones: []string{"ocp4.example.com."}, iface: "eth0", service: "_workstation._tcp", ttl: 30},
@@ -53,6 +54,10 @@ func TestParse(t *testing.T) {
 		{name: "kubeconfig alone: the API without mDNS", keys: []string{"."}, input: "mdnsnodes {\n zone ocp4.example.com\n kubeconfig /nonexistent/kubeconfig\n}",
 			zones: []string{"ocp4.example.com."}, service: "_workstation._tcp", ttl: 30, kube: "/nonexistent/kubeconfig"},
 
+		{name: "nodes-service", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n kubeconfig /k\n nodes-service kube-system/infradns-nodes\n}",
+			zones: []string{"ocp4.example.com."}, service: "_workstation._tcp", ttl: 30, kube: "/k", names: "kube-system/infradns-nodes"},
+		{name: "nodes-service without kubeconfig", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n nodes-service kube-system/infradns-nodes\n}", shouldErr: true, errText: "nodes-service needs kubeconfig"},
+		{name: "nodes-service not namespace/name", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n kubeconfig /k\n nodes-service infradns-nodes\n}", shouldErr: true, errText: `nodes-service: "infradns-nodes" is not NAMESPACE/NAME`},
 		{name: "no link", keys: []string{"ocp4.example.com."}, input: "mdnsnodes", shouldErr: true, errText: "'interface NAME' or 'bind ADDRESS' is required"},
 		{name: "both links", keys: []string{"ocp4.example.com."}, input: "mdnsnodes {\n interface eth0\n bind 198.51.100.11\n}", shouldErr: true, errText: "not both"},
 		{name: "arguments", keys: []string{"ocp4.example.com."}, input: "mdnsnodes ocp4.example.com {\n interface eth0\n}", shouldErr: true, errText: "Wrong argument count"},
@@ -89,9 +94,9 @@ func TestParse(t *testing.T) {
 				bind = m.bind.String()
 			}
 			if !slices.Equal(m.Zones, tc.zones) || m.cluster != tc.cluster || m.iface != tc.iface || bind != tc.bind ||
-				m.service != tc.service || m.ttl != tc.ttl || !m.Fall.Equal(tc.fall) || m.keyFile != tc.key || m.kubeconfig != tc.kube {
-				t.Errorf("Got zones %v cluster %q iface %q bind %q service %q ttl %d fall %v key %q kubeconfig %q",
-					m.Zones, m.cluster, m.iface, bind, m.service, m.ttl, m.Fall, m.keyFile, m.kubeconfig)
+				m.service != tc.service || m.ttl != tc.ttl || !m.Fall.Equal(tc.fall) || m.keyFile != tc.key || m.kubeconfig != tc.kube || m.namesService != tc.names {
+				t.Errorf("Got zones %v cluster %q iface %q bind %q service %q ttl %d fall %v key %q kubeconfig %q nodes-service %q",
+					m.Zones, m.cluster, m.iface, bind, m.service, m.ttl, m.Fall, m.keyFile, m.kubeconfig, m.namesService)
 			}
 		})
 	}
