@@ -7,6 +7,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -57,6 +58,10 @@ type Options struct {
 	// NodeName is this node: with it (and not NodesOnly) the watcher
 	// reads only the Nodes a render needs (nodeSelectors).
 	NodeName string
+	// StartJitter delays the first request by a random time below it, so
+	// the nodes of a cluster that start together (a power cut, an upgrade of
+	// every node) do not list at the same instant.
+	StartJitter time.Duration
 	// Dropped, when set, hears of each value the API sent that no snapshot
 	// carries (once per distinct value while the watch runs).
 	Dropped func(Drop)
@@ -152,6 +157,13 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	// Debounce after the first event of a burst.
 	enqueue := func() { queue.AddAfter(queueKey, w.opts.Debounce) }
 
+	if w.opts.StartJitter > 0 {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(rand.N(w.opts.StartJitter)):
+		}
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	// The reflectors stop before Run returns: no goroutine outlives a reload.

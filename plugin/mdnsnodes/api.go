@@ -96,6 +96,10 @@ func (m *MDNSNodes) publish() {
 	}
 }
 
+// startJitter spreads the first Node (or names service) list of nodes
+// that start together.
+var startJitter = time.Second
+
 // firstListWarning is how long after the client is built a missing first
 // Node list is logged.
 const firstListWarning = 10 * time.Second
@@ -141,6 +145,8 @@ func (m *MDNSNodes) watchAPI(ctx context.Context) {
 	}
 	o.NodesOnly = true
 	o.NamesService = m.namesService
+	// mDNS and the previous instance's list serve meanwhile.
+	o.StartJitter = startJitter
 	err := kube.New(client, o).Run(ctx, func(_ context.Context, s cluster.Snapshot) error {
 		api := apiIndex(s.Nodes, m.reserved, m.vips)
 		m.api.Store(&api)
