@@ -4,6 +4,7 @@
 //	infradns render -f FILE               keepalived/haproxy configuration without an API
 //	infradns vr-ids CLUSTER | -f FILE     the VRRP router IDs of a cluster
 //	infradns vrrp-scan -interface IF ...  who else speaks VRRP on a link, and clashes with us
+//	infradns status [-f FILE]             who holds each VIP, from the status Leases
 //
 // Every subcommand that takes a cluster file reads the same one
 // (deploy/cluster.example.yaml) and checks it with the same rules as
@@ -36,6 +37,9 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
         the VRRP router IDs of a cluster (OpenShift's for api and ingress)
   vrrp-scan -interface IF (-f CLUSTER.yaml | -cluster NAME [-api-vip ADDR]... [-ingress-vip ADDR]...) [-duration 3s]
         listen for VRRP adverts and report clashes with the cluster's IDs and VIPs
+  status [-kubeconfig PATH] [-n NAMESPACE] [-f CLUSTER.yaml | -cluster NAME] [-o table|json|yaml]
+        who holds each VIP, since when, and whether its holder still renews
+        (the status Leases; STALE: it stopped)
   version
 `
 
@@ -57,6 +61,7 @@ var commands = map[string]func(ctx context.Context, args []string, out io.Writer
 	"render":      render,
 	"vr-ids":      vrIDs,
 	"vrrp-scan":   scan,
+	"status":      status,
 	"version": func(_ context.Context, _ []string, out io.Writer) error {
 		_, err := fmt.Fprintln(out, version)
 		return err

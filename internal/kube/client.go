@@ -42,6 +42,9 @@ type LeaseClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
 	Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
 	Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+	// List is for `infradns status` (an administrator's identity); the
+	// nodes' RBAC does not grant it.
+	List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error)
 }
 
 // scheme holds only the groups Client speaks.
@@ -148,6 +151,12 @@ type leases struct {
 func (l leases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
 	out := &coordinationv1.Lease{}
 	err := l.rc.Get().Namespace(l.ns).Resource("leases").Name(name).VersionedParams(&opts, parameterCodec).Do(ctx).Into(out)
+	return out, err
+}
+
+func (l leases) List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error) {
+	out := &coordinationv1.LeaseList{}
+	err := l.rc.Get().Namespace(l.ns).Resource("leases").VersionedParams(&opts, parameterCodec).Do(ctx).Into(out)
 	return out, err
 }
 

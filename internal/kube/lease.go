@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,7 +20,24 @@ type HolderLease struct {
 	Namespace string
 	// Duration is the lease duration written; renew well inside it.
 	Duration time.Duration
+	// Labels and Annotations are added to the Lease's own (LeaseLabels,
+	// AnnotationVIP): what `infradns status` selects and prints.
+	Labels, Annotations map[string]string
 }
+
+// What a status Lease carries besides its spec. The labels select a
+// cluster's Leases (`kubectl get lease -l infradns.io/cluster=ocp4`); the
+// annotations say which address the Lease is about and since when its holder
+// has held it (the spec's acquireTime, readable without -o yaml).
+const (
+	LabelManagedBy       = "app.kubernetes.io/managed-by"
+	ManagedByLBConfig    = "infradns-lbconfig"
+	LabelCluster         = "infradns.io/cluster"
+	LabelGroup           = "infradns.io/vip-group"
+	LabelFamily          = "infradns.io/family"
+	AnnotationVIP        = "infradns.io/vip"
+	AnnotationTransition = "infradns.io/transition-time"
+)
 
 // Renew writes that identity holds the lease name since the given time.
 func (h HolderLease) Renew(ctx context.Context, name, identity string, since time.Time) error {
@@ -33,15 +51,26 @@ func (h HolderLease) Renew(ctx context.Context, name, identity string, since tim
 		AcquireTime:          &acquired,
 		RenewTime:            &now,
 	}
+	labels := map[string]string{LabelManagedBy: ManagedByLBConfig}
+	maps.Copy(labels, h.Labels)
+	annotations := map[string]string{AnnotationTransition: since.UTC().Format(time.RFC3339Nano)}
+	maps.Copy(annotations, h.Annotations)
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "infradns-lbconfig"}},
-			Spec: spec,
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.Namespace, Labels: labels, Annotations: annotations},
+			Spec:       spec,
 		}, metav1.CreateOptions{})
 	case err == nil:
+		if l.Labels == nil {
+			l.Labels = map[string]string{}
+		}
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		maps.Copy(l.Labels, labels)
+		maps.Copy(l.Annotations, annotations)
 		spec.LeaseTransitions = l.Spec.LeaseTransitions
 		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != identity {
 			t := int32(1)

@@ -48,8 +48,11 @@ type File struct {
 	MDNSKey string
 	// Listen restricts CoreDNS to these addresses or interfaces (the bind
 	// plugin); needed where systemd-resolved holds 127.0.0.53:53.
-	Listen         []string
+	Listen []string
+	// StatusLease is the namespace of the status Leases, "infradns"
+	// unless set; NoStatusLeases (statusLeases: false) turns them off.
 	StatusLease    string
+	NoStatusLeases bool
 	Unicast        bool
 	VRRPVersion    int
 	AdvertInterval time.Duration
@@ -94,16 +97,24 @@ var keys = map[string]key{
 	"mdnsKey":              {"a path", str(func(f *File) *string { return &f.MDNSKey })},
 	"listen":               {"a list of addresses or interface names", strs(func(f *File) *[]string { return &f.Listen })},
 	"statusLeaseNamespace": {"a namespace", str(func(f *File) *string { return &f.StatusLease })},
-	"unicast":              {"true or false", boolean(func(f *File) *bool { return &f.Unicast })},
-	"vrrpVersion":          {"2 or 3", integer(func(f *File) *int { return &f.VRRPVersion })},
-	"advertInterval":       {"a duration such as 100ms", duration(func(f *File) *time.Duration { return &f.AdvertInterval })},
-	"routerIDs":            {"{api: ID, ingress: ID or [ID, ...]}", routerIDs},
-	"apiPort":              {"a port", port(func(f *File) *uint16 { return &f.APIPort })},
-	"lbPort":               {"a port", port(func(f *File) *uint16 { return &f.LBPort })},
-	"lbHealthPort":         {"a port", port(func(f *File) *uint16 { return &f.HealthPort })},
-	"ingressService":       {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
-	"nodesService":         {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
-	"metricsAddress":       {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
+	"statusLeases": {"true or false", func(f *File, n *yaml.Node) error {
+		var on bool
+		if err := boolean(func(*File) *bool { return &on })(f, n); err != nil {
+			return err
+		}
+		f.NoStatusLeases = !on
+		return nil
+	}},
+	"unicast":        {"true or false", boolean(func(f *File) *bool { return &f.Unicast })},
+	"vrrpVersion":    {"2 or 3", integer(func(f *File) *int { return &f.VRRPVersion })},
+	"advertInterval": {"a duration such as 100ms", duration(func(f *File) *time.Duration { return &f.AdvertInterval })},
+	"routerIDs":      {"{api: ID, ingress: ID or [ID, ...]}", routerIDs},
+	"apiPort":        {"a port", port(func(f *File) *uint16 { return &f.APIPort })},
+	"lbPort":         {"a port", port(func(f *File) *uint16 { return &f.LBPort })},
+	"lbHealthPort":   {"a port", port(func(f *File) *uint16 { return &f.HealthPort })},
+	"ingressService": {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
+	"nodesService":   {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
+	"metricsAddress": {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
 }
 
 // Parse reads a cluster file. Errors say FILE:LINE: KEY: what is wrong, in

@@ -103,6 +103,8 @@ func TestFileRefuses(t *testing.T) {
 		{"key elsewhere", edit(nil, "mdnsKey: /root/mdns.key"), `c.yaml:11: mdnsKey: "/root/mdns.key" must be in /etc/infradns (the directory the pods mount)`},
 		{"port of coredns", edit(nil, "lbPort: 9153"), "c.yaml:11: lbPort: 9153 is taken by CoreDNS, lbconfig or mdns-publisher"},
 		{"bad listen", edit(nil, `listen: ["not an iface"]`), `c.yaml:11: listen: "not an iface" is neither an address nor an interface name`},
+		{"status leases off yet a namespace", edit(nil, "statusLeases: false\nstatusLeaseNamespace: infradns"), `c.yaml:12: statusLeaseNamespace: set, but statusLeases is false`},
+		{"status leases not a boolean", edit(nil, "statusLeases: off"), `c.yaml:11: statusLeases: "off" is not a boolean (want true or false)`},
 		{"bad nodes service", edit(nil, "nodesService: infradns-nodes"), `c.yaml:11: nodesService: "infradns-nodes" is not NAMESPACE/NAME (two DNS labels: lower-case letters, digits, inner '-')`},
 		{"bad namespace", edit(nil, "namespace: Kube_System"), `c.yaml:11: namespace: "Kube_System" is not a namespace name (a DNS label: lower-case letters, digits, inner '-')`},
 		{"metrics on a multicast address", edit(nil, "metricsAddress: 224.0.0.1"), `c.yaml:11: metricsAddress: 224.0.0.1: an address to listen on (loopback, the node's, or 0.0.0.0)`},

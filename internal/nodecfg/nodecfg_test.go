@@ -319,3 +319,27 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusLeasesDefault: the status Leases are on, in "infradns", unless
+// the file turns them off.
+func TestStatusLeasesDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*File)
+		want string
+	}{
+		{"default", func(*File) {}, "        status-lease infradns\n"},
+		{"another namespace", func(f *File) { f.StatusLease = "vip-status" }, "        status-lease vip-status\n"},
+		{"off", func(f *File) { f.NoStatusLeases = true }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := exampleFile(t)
+			f.Role = Worker
+			tc.edit(&f)
+			got := string(render(t, f)[LBCorefile].Data)
+			if tc.want == "" && strings.Contains(got, "status-lease") || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("want %q in:\n%s", tc.want, got)
+			}
+		})
+	}
+}

@@ -244,6 +244,10 @@ func (f File) listen(*Values) error {
 	return nil
 }
 
+// DefaultStatusLeaseNamespace is where the status Leases go unless the
+// cluster file says otherwise: the namespace deploy/rbac.yaml creates.
+const DefaultStatusLeaseNamespace = "infradns"
+
 func (f File) namespaces(v *Values) error {
 	v.Namespace = f.Namespace
 	if v.Namespace == "" {
@@ -252,7 +256,15 @@ func (f File) namespaces(v *Values) error {
 	if err := cluster.CheckNamespace(v.Namespace); err != nil {
 		return f.errorf([]string{"namespace"}, "%v", err)
 	}
-	if f.StatusLease != "" {
+	switch {
+	case f.NoStatusLeases && f.StatusLease != "":
+		return f.errorf([]string{"statusLeaseNamespace"}, "set, but statusLeases is false")
+	case f.NoStatusLeases:
+		v.StatusLease = ""
+	case f.StatusLease == "":
+		// On by default: `infradns status` and the alerts read them.
+		v.StatusLease = DefaultStatusLeaseNamespace
+	default:
 		if err := cluster.CheckNamespace(f.StatusLease); err != nil {
 			return f.errorf([]string{"statusLeaseNamespace"}, "%v", err)
 		}

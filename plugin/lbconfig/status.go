@@ -34,6 +34,18 @@ type vipInfo struct {
 	lease string
 }
 
+// leaseMeta are the labels and annotations of x's Lease.
+func (v *vipStatus) leaseMeta(x vipInfo) (labels, annotations map[string]string) {
+	return map[string]string{
+			"app.kubernetes.io/name": "infradns",
+			kube.LabelCluster:        v.model.Name(),
+			kube.LabelGroup:          x.kind,
+			kube.LabelFamily:         cluster.Family(x.addr),
+		}, map[string]string{
+			kube.AnnotationVIP: x.addr.String(),
+		}
+}
+
 // vips are the model's VIPs with the group each belongs to and the name
 // of its Lease: CLUSTER-GROUP-vip-FAMILY (ocp4-api-vip-v4,
 // ocp4-ingress-2-vip-v6).
@@ -78,6 +90,7 @@ func (v *vipStatus) run(ctx context.Context) {
 					continue
 				}
 				h := kube.HolderLease{Client: *c, Namespace: v.namespace, Duration: leaseDuration}
+				h.Labels, h.Annotations = v.leaseMeta(x)
 				if err := h.Renew(ctx, x.lease, v.model.NodeName(), since[x.addr]); err != nil {
 					log.Warningf("vip status: %v", err)
 					continue

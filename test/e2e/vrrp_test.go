@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -538,10 +539,12 @@ func TestVRRPFailover(t *testing.T) {
 		t.Fatalf("before the crash: holders %v, %v", a, err)
 	}
 	v.waitLease("the status Lease names the first holder", time.Now(), a[0])
+	v.status("before the crash", a[0])
 	ra := v.crashHolder(a[0])
 	v.logCrash("(a) crash", ra)
 	t.Logf("(a) the status Lease in the API was written by the new holder %s %d ms after the crash", v.nodes[ra.to].n.Name,
 		vrrpMS(v.waitLease("the status Lease names the new holder", ra.at, ra.to)))
+	v.status("after the crash", ra.to)
 
 	// (b) The new holder's NIC goes down: the third node must take the VIP.
 	b := ra.to
@@ -676,5 +679,24 @@ func TestVRRPRepeatedCrashAndStability(t *testing.T) {
 	}
 	if reqs == 0 {
 		t.Errorf("the client made no requests during the stability window")
+	}
+}
+
+// status runs `infradns status` as an administrator would, logs its table
+// and checks the API VIP's row names node i as HELD.
+func (v *vrrpLab) status(when string, i int) {
+	v.t.Helper()
+	// From a lab node: the apiserver listens inside the lab.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := v.nodes[i].n.Run(ctx, lab.Binary(v.t, "infradns"), "status", "-kubeconfig", v.kube.Kubeconfig,
+		"-n", vrrpLeaseNS, "-cluster", vrrpCluster)
+	if err != nil {
+		v.t.Fatalf("infradns status %s: %v\n%s", when, err, res.Stdout)
+	}
+	v.t.Logf("infradns status, %s:\n%s", when, res.Stdout)
+	want := regexp.MustCompile(`(?m)^` + vrrpCluster + `\s+api\s+v4\s+` + regexp.QuoteMeta(vrrpVIP.String()) + `\s+` + v.nodes[i].n.Name + `\s+HELD\s`)
+	if !want.MatchString(res.Stdout) {
+		v.t.Errorf("infradns status %s: no row with the API VIP HELD by %s", when, v.nodes[i].n.Name)
 	}
 }

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/kube"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+// Lease states in the STATE column.
+const (
+	stateHeld  = "HELD"  // renewed within the Lease's duration
+	stateStale = "STALE" // the holder stopped renewing: dead, cut off, or it let go
+	stateNone  = "NONE"  // the cluster file has this VIP, no node ever wrote its Lease
+)
+
+// vipRow is one VIP as `infradns status` prints it.
+type vipRow struct {
+	Cluster string    `json:"cluster"`
+	Group   string    `json:"group"`
+	Family  string    `json:"family"`
+	VIP     string    `json:"vip"`
+	Holder  string    `json:"holder,omitempty"`
+	State   string    `json:"state"`
+	Since   time.Time `json:"since,omitzero"`
+	Renewed time.Time `json:"renewed,omitzero"`
+	// Transitions counts the holder changes the Lease has seen.
+	Transitions int32  `json:"transitions"`
+	Lease       string `json:"lease,omitempty"`
+}
+
+// status prints who holds each VIP, from the status Leases every holder's
+// lbconfig renews every 10 s (30 s duration): a holder that stopped renewing
+// is STALE, whatever the Lease still names.
+func status(ctx context.Context, args []string, out io.Writer) error {
+	fs := flags("status", "[-kubeconfig PATH] [-n NAMESPACE] [-f CLUSTER.yaml | -cluster NAME] [-o table|json|yaml]")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default as kubectl: $KUBECONFIG, then ~/.kube/config)")
+	ns := fs.String("n", "infradns", "namespace of the status Leases (the cluster file's statusLeaseNamespace)")
+	file := fs.String("f", "", "cluster file: list every VIP it defines, held or not (NONE)")
+	name := fs.String("cluster", "", "only this cluster's VIPs (default: the cluster file's, else every cluster's)")
+	format := fs.String("o", "table", "output: table, json or yaml")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("status: unexpected argument %q", fs.Arg(0))
+	}
+	if !slices.Contains([]string{"table", "json", "yaml"}, *format) {
+		return fmt.Errorf("status: -o %q: want table, json or yaml", *format)
+	}
+	if err := cluster.CheckNamespace(*ns); err != nil {
+		return fmt.Errorf("status: -n: %w", err)
+	}
+	var model *cluster.Model
+	if *file != "" {
+		m, err := readModel(*file)
+		if err != nil {
+			return err
+		}
+		model = m
+		if *name == "" {
+			*name = m.Name()
+		}
+	}
+	if *name != "" {
+		if err := cluster.CheckClusterName(*name); err != nil {
+			return fmt.Errorf("status: -cluster: %w", err)
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = *kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("status: kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "infradns-status"
+	client, err := kube.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	selector := kube.LabelManagedBy + "=" + kube.ManagedByLBConfig
+	if *name != "" {
+		selector += "," + kube.LabelCluster + "=" + *name
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	list, err := client.Leases(*ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("status: Leases in %s: %w", *ns, err)
+	}
+	rows := vipRows(list.Items, model, time.Now())
+	return printRows(out, rows, *format, time.Now())
+}
+
+// vipRows turns the Leases (and, with a model, the VIPs it defines) into
+// rows sorted by cluster, group, family.
+func vipRows(leases []coordinationv1.Lease, model *cluster.Model, now time.Time) []vipRow {
+	var rows []vipRow
+	seen := map[string]bool{}
+	for _, l := range leases {
+		r := vipRow{
+			Cluster: l.Labels[kube.LabelCluster], Group: l.Labels[kube.LabelGroup], Family: l.Labels[kube.LabelFamily],
+			VIP: l.Annotations[kube.AnnotationVIP], Lease: l.Name, State: stateStale,
+		}
+		if l.Spec.HolderIdentity != nil {
+			r.Holder = *l.Spec.HolderIdentity
+		}
+		if l.Spec.AcquireTime != nil {
+			r.Since = l.Spec.AcquireTime.Time
+		}
+		if l.Spec.LeaseTransitions != nil {
+			r.Transitions = *l.Spec.LeaseTransitions
+		}
+		if l.Spec.RenewTime != nil {
+			r.Renewed = l.Spec.RenewTime.Time
+			d := time.Duration(0)
+			if l.Spec.LeaseDurationSeconds != nil {
+				d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+			}
+			if now.Before(r.Renewed.Add(d)) {
+				r.State = stateHeld
+			}
+		}
+		seen[l.Name] = true
+		rows = append(rows, r)
+	}
+	if model != nil {
+		for _, g := range model.Groups() {
+			for _, a := range g.VIPs {
+				lease := fmt.Sprintf("%s-%s-vip-%s", model.Name(), g.Name, cluster.Family(a))
+				if !seen[lease] {
+					rows = append(rows, vipRow{Cluster: model.Name(), Group: g.Name, Family: cluster.Family(a), VIP: a.String(), State: stateNone})
+				}
+			}
+		}
+	}
+	slices.SortFunc(rows, func(a, b vipRow) int {
+		return strings.Compare(a.Cluster+"\x00"+groupKey(a.Group)+"\x00"+a.Family, b.Cluster+"\x00"+groupKey(b.Group)+"\x00"+b.Family)
+	})
+	return rows
+}
+
+// groupKey sorts api first, then ingress, ingress-2, ..., ingress-10.
+func groupKey(g string) string {
+	switch {
+	case g == "api":
+		return "0"
+	case g == "ingress":
+		return "1"
+	case strings.HasPrefix(g, "ingress-"):
+		return fmt.Sprintf("2%03s", strings.TrimPrefix(g, "ingress-"))
+	}
+	return "3" + g
+}
+
+func printRows(out io.Writer, rows []vipRow, format string, now time.Time) error {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(map[string]any{"vips": rows}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(out, string(b))
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(map[string]any{"vips": rows})
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tGROUP\tFAMILY\tVIP\tHOLDER\tSTATE\tSINCE\tRENEWED\tTRANSITIONS")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", dash(r.Cluster), dash(r.Group), dash(r.Family), dash(r.VIP),
+			dash(r.Holder), r.State, ago(r.Since, now), ago(r.Renewed, now), r.Transitions)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ago is kubectl's style of age: "42s ago", "3m12s ago", "2h5m ago".
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "in " + (-d).Round(time.Second).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String() + " ago"
+	}
+	return d.Round(time.Minute).String() + " ago"
+}
