@@ -10,7 +10,7 @@ BIN     := bin
 RUN_PORT     ?= 1053
 RUN_UPSTREAM ?= /etc/resolv.conf
 
-.PHONY: all build image run test unit e2e deps bench verify lint fmt clean
+.PHONY: all build image run test unit e2e deps bench bench-scale verify lint fmt clean
 
 all: build
 
@@ -73,3 +73,10 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+# The Node-watch scale benchmark against the real kube-apiserver (~20 min):
+# SCALE_NODES="500 2000 5000", SCALE_BINS="before=/path/coredns current=bin/coredns",
+# SCALE_SECONDS=20. Writes docs/scale-benchmarks.md.
+bench-scale: build
+	GO=$(GO) test/kubeapi/build.sh
+	$(GO) test -tags scale -count=1 -timeout 120m -run TestScaleBench -v ./test/e2e/scale/
