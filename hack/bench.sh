@@ -458,6 +458,14 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   echo "with dnsperf, and fetch \`http://127.0.0.1:15398/debug/pprof/profile?seconds=10\`. In a profile, watch \`runtime.newstack\`:"
   echo "miekg/dns serves each UDP query on a new goroutine with a small stack, so every frame our chain adds on the way to"
   echo "\`WriteMsg\` can push the packing code over a stack-size boundary and make each query pay a \`runtime.copystack\`."
+  # The scale benchmark (make bench-scale, ~20 min against a real
+  # kube-apiserver) has its own generated file; its tables are carried here.
+  if [[ -f docs/scale-benchmarks.md ]]; then
+    echo
+    echo "## Scale: following 500 to 5,000 Nodes (from docs/scale-benchmarks.md, \`make bench-scale\`)"
+    echo
+    sed -e '1,/^$/d' -e 's/^## /### /' docs/scale-benchmarks.md
+  fi
 } >"$work/report.md"
 
 mkdir -p "$(dirname "$out")"
