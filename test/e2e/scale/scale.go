@@ -527,6 +527,7 @@ type Result struct {
 	Peak          int64         // VmHWM at the end
 	Heartbeats    int
 	CPUBeats      time.Duration // process CPU during the heartbeat phase
+	CPUIdle       time.Duration // process CPU during as long without heartbeats
 	Seconds       float64       // its length
 	Renders       float64       // lbconfig renders during it
 	APIBytes      float64       // Node watch bytes the apiserver sent during it, its own watch's taken out
@@ -535,12 +536,14 @@ type Result struct {
 	AddressChange []time.Duration
 }
 
-// CPUPerBeat is process CPU per heartbeat.
+// CPUPerBeat is process CPU per heartbeat: the heartbeat phase's CPU less
+// what the process spends as long without them (lbconfig's status loop,
+// timers, the runtime).
 func (r Result) CPUPerBeat() time.Duration {
 	if r.Heartbeats == 0 {
 		return 0
 	}
-	return r.CPUBeats / time.Duration(r.Heartbeats)
+	return max(r.CPUBeats-r.CPUIdle, 0) / time.Duration(r.Heartbeats)
 }
 
 // Cores is the CPU share used while the heartbeats ran.
@@ -562,6 +565,9 @@ func Measure(ctx context.Context, t testing.TB, c *kubetest.Cluster, cfg Config,
 	}
 	time.Sleep(2 * time.Second)
 	r.RSSSynced = p.RSS()
+	idle := p.CPU()
+	time.Sleep(o.HeartbeatFor + 500*time.Millisecond)
+	r.CPUIdle = p.CPU() - idle
 
 	renders0, bytes0, api0, cpu0, t0 := p.Metric("coredns_lbconfig_renders_total"), APIWatchBytes(t, c, "nodes"), APICPU(c), p.CPU(), time.Now()
 	r.Heartbeats = Heartbeats(ctx, t, c, o.Nodes, o.HeartbeatRate, o.HeartbeatFor)
