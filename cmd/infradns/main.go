@@ -40,7 +40,7 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
   status [-kubeconfig PATH] [-n NAMESPACE] [-f CLUSTER.yaml | -cluster NAME] [-o table|json|yaml]
         who holds each VIP, since when, and whether its holder still renews
         (the status Leases; STALE: it stopped)
-  version
+  version (also -version, --version)
 `
 
 func main() {
@@ -77,6 +77,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "-h", "-help", "--help", "help":
 		_, err := fmt.Fprint(out, usage)
 		return err
+	case "-version", "--version":
+		args[0] = "version" // as mdns-publisher -version
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

@@ -47,7 +47,13 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%v: %v\n%s", args, err, out.String())
 		}
 	}
-	for _, cmd := range []string{"vr-ids", "render", "render-node", "vrrp-scan"} {
+	for _, args := range [][]string{{"version"}, {"-version"}, {"--version"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out); err != nil || strings.TrimSpace(out.String()) != version {
+			t.Errorf("%v: %v, %q", args, err, out.String())
+		}
+	}
+	for _, cmd := range []string{"vr-ids", "render", "render-node", "vrrp-scan", "status"} {
 		var out bytes.Buffer
 		if err := run(context.Background(), []string{cmd, "-h"}, &out); err != nil || out.Len() != 0 {
 			t.Errorf("%s -h: %v, stdout %q", cmd, err, out.String())

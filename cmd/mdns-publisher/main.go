@@ -26,7 +26,11 @@ import (
 var version = "dev"
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the flags were printed; asking for help is no failure
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "mdns-publisher:", err)
 		os.Exit(1)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -148,6 +150,15 @@ func TestRunFlagErrors(t *testing.T) {
 	for _, args := range [][]string{{"--ttl", "0"}, {"extra"}, {"--hostname", "n1"}, {"--no-such-flag"}} {
 		if err := run(args); err == nil {
 			t.Errorf("run(%v) = nil, want an error", args)
+		}
+	}
+}
+
+// TestHelpIsNoError: -h reaches main as flag.ErrHelp, which exits 0.
+func TestHelpIsNoError(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}} {
+		if err := run(args); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("run(%v) = %v, want flag.ErrHelp", args, err)
 		}
 	}
 }
