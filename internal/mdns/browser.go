@@ -24,7 +24,7 @@ type BrowserConfig struct {
 	Interface string
 	Bind      netip.Addr
 	Filter    Filter
-	Key       []byte // require signed announcements when set
+	Keys      [][]byte // require announcements signed with one of these when set
 	Logger    *slog.Logger
 	// OnHeard receives every new snapshot of what is served; it must not
 	// block, and it may keep the snapshot.
@@ -73,8 +73,8 @@ func (b *Browser) Ready() bool { return b.ready.Load() }
 // (and retrying) while the interface is missing.
 func (b *Browser) Run(ctx context.Context) error {
 	var verifier *Verifier
-	if b.cfg.Key != nil {
-		verifier = NewVerifier(b.cfg.Key)
+	if len(b.cfg.Keys) > 0 {
+		verifier = NewVerifier(b.cfg.Keys...)
 	}
 	cache := NewCache(b.cfg.Filter, verifier)
 	logged := false

@@ -61,10 +61,17 @@ func checkKeyMode(path string, mode fs.FileMode) (warning string, err error) {
 	return "", nil
 }
 
-// LoadKey reads a shared key file. Surrounding white space is ignored so a key
-// written with echo works. A file that group or others may write is refused;
-// warn, when not nil, receives what is merely unwise (readable by others).
-func LoadKey(path string, warn func(string)) ([]byte, error) {
+// MaxKeys bounds the keys of one file: a rotation needs two.
+const MaxKeys = 4
+
+// LoadKeys reads a shared key file: one key per line (at least MinKeyLen
+// bytes; surrounding white space, empty lines and lines starting with #
+// ignored). Every key verifies; the last one signs. A rotation therefore
+// goes: NEW placed before OLD on every node (verified, not yet used), then
+// OLD before NEW (NEW signs), then NEW alone. A file that group or others
+// may write is refused; warn, when not nil, receives what is merely unwise
+// (readable by others).
+func LoadKeys(path string, warn func(string)) ([][]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("read key: %w", err)
@@ -80,11 +87,33 @@ func LoadKey(path string, warn func(string)) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read key: %w", err)
 	}
-	k := []byte(strings.TrimSpace(string(b)))
-	if len(k) < MinKeyLen {
-		return nil, fmt.Errorf("key in %s is %d bytes, want at least %d", path, len(k), MinKeyLen)
+	var keys [][]byte
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if len(line) < MinKeyLen {
+			return nil, fmt.Errorf("key on line %d of %s is %d bytes, want at least %d", i+1, path, len(line), MinKeyLen)
+		}
+		keys = append(keys, []byte(line))
 	}
-	return k, nil
+	switch {
+	case len(keys) == 0:
+		return nil, fmt.Errorf("no key in %s", path)
+	case len(keys) > MaxKeys:
+		return nil, fmt.Errorf("%d keys in %s, at most %d (a rotation needs two)", len(keys), path, MaxKeys)
+	}
+	return keys, nil
+}
+
+// LoadKey is the key of path that signs: its last.
+func LoadKey(path string, warn func(string)) ([]byte, error) {
+	keys, err := LoadKeys(path, warn)
+	if err != nil {
+		return nil, err
+	}
+	return keys[len(keys)-1], nil
 }
 
 // Signed is what a signature covers.
@@ -145,7 +174,9 @@ func VerifySig(key []byte, s Signed, sig string) bool {
 // refuse replays: a timestamp must be within Window of the local clock, a
 // nonce is accepted once, and a host's timestamps never go back.
 type Verifier struct {
-	Key    []byte
+	// Keys are tried in turn: during a rotation the nodes sign with
+	// either of two.
+	Keys   [][]byte
 	Window time.Duration
 
 	seen map[string]time.Time // nonce → when it may be forgotten
@@ -160,9 +191,9 @@ const DefaultWindow = 30 * time.Second
 // only come from a key holder.
 const maxNonces = 1 << 16
 
-// NewVerifier returns a Verifier for key.
-func NewVerifier(key []byte) *Verifier {
-	return &Verifier{Key: key, Window: DefaultWindow, seen: map[string]time.Time{}, last: map[string]int64{}}
+// NewVerifier returns a Verifier accepting any of keys.
+func NewVerifier(keys ...[]byte) *Verifier {
+	return &Verifier{Keys: keys, Window: DefaultWindow, seen: map[string]time.Time{}, last: map[string]int64{}}
 }
 
 // Check verifies the signature fields of a TXT record (parsed into fields)
@@ -179,7 +210,7 @@ func (v *Verifier) Check(now time.Time, s Signed, fields map[string]string) erro
 		return ErrMalformed
 	}
 	s.TS, s.Nonce = ts, nonce
-	if !VerifySig(v.Key, s, sig) {
+	if !slices.ContainsFunc(v.Keys, func(k []byte) bool { return VerifySig(k, s, sig) }) {
 		return ErrBadSig
 	}
 	at := time.UnixMilli(ts)

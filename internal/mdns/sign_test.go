@@ -1,11 +1,14 @@
 package mdns
 
 import (
+	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckKeyMode(t *testing.T) {
@@ -82,5 +85,71 @@ func TestLoadKeyMode(t *testing.T) {
 	}
 	if _, err := LoadKey(filepath.Join(t.TempDir(), "missing"), nil); err == nil {
 		t.Error("LoadKey of a missing file: no error")
+	}
+}
+
+// TestLoadKeys: one key per line, comments and blank lines ignored, the
+// last key signs; the file says what is wrong with the line.
+func TestLoadKeys(t *testing.T) {
+	const old, next = "old-key-0123456789abcdef", "new-key-0123456789abcdef"
+	tests := []struct {
+		name, text string
+		keys       []string // every key, in order; the last signs
+		err        string
+	}{
+		{"one", old + "\n", []string{old}, ""},
+		{"echo without newline", "  " + old, []string{old}, ""},
+		{"staged: new verifies, old still signs", "# staged 2026-11-24\n" + next + "\n\n" + old + "\n", []string{next, old}, ""},
+		{"promoted", old + "\n" + next + "\n", []string{old, next}, ""},
+		{"short line", old + "\nshort\n", nil, "key on line 2 of"},
+		{"empty", "# nothing\n\n", nil, "no key in"},
+		{"too many", strings.Repeat(old+"\n", MaxKeys+1), nil, "at most 4"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "mdns.key")
+			if err := os.WriteFile(path, []byte(tc.text), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			keys, err := LoadKeys(path, nil)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("LoadKeys: %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, k := range keys {
+				got = append(got, string(k))
+			}
+			if strings.Join(got, ",") != strings.Join(tc.keys, ",") {
+				t.Errorf("keys %v, want %v", got, tc.keys)
+			}
+			k, err := LoadKey(path, nil)
+			if err != nil || string(k) != tc.keys[len(tc.keys)-1] {
+				t.Errorf("signing key %q (%v), want the last, %q", k, err, tc.keys[len(tc.keys)-1])
+			}
+		})
+	}
+}
+
+// TestVerifierRotation: while a rotation is under way, announcements signed
+// with either key are accepted, and no other.
+func TestVerifierRotation(t *testing.T) {
+	old, next, other := []byte("old-key-0123456789abcdef"), []byte("new-key-0123456789abcdef"), []byte("not-our-key-0123456789ab")
+	v := NewVerifier(next, old)
+	now := time.Now()
+	for i, tc := range []struct {
+		key  []byte
+		want error
+	}{{old, nil}, {next, nil}, {other, ErrBadSig}} {
+		s := Signed{Cluster: "ocp4", Host: "master-0.local.", Addrs: []netip.Addr{netip.MustParseAddr("198.51.100.11")}, TS: now.UnixMilli() + int64(i), Nonce: fmt.Sprint("n", i)}
+		fields := map[string]string{txtSig: Sign(tc.key, s), txtTime: fmt.Sprint(s.TS), txtNonce: s.Nonce}
+		if err := v.Check(now, s, fields); err != tc.want {
+			t.Errorf("signed with key %q: %v, want %v", tc.key, err, tc.want)
+		}
 	}
 }

@@ -94,13 +94,13 @@ func (m *MDNSNodes) Start() error {
 	server := m.zonesLabel()
 	var b *mdns.Browser
 	if m.listens() {
-		var key []byte
+		var keys [][]byte
 		if m.keyFile != "" {
-			k, err := mdns.LoadKey(m.keyFile, func(s string) { log.Warning(s) })
+			k, err := mdns.LoadKeys(m.keyFile, func(s string) { log.Warning(s) })
 			if err != nil {
 				return err
 			}
-			key = k
+			keys = k
 		}
 		// Every reason at 0 from the start, so an alert on a rate sees the first rejection.
 		for _, reason := range mdns.Reasons {
@@ -116,7 +116,7 @@ func (m *MDNSNodes) Start() error {
 			Interface: m.iface,
 			Bind:      m.bind,
 			Filter:    m.filter(),
-			Key:       key,
+			Keys:      keys,
 			Logger:    slog.New(clogHandler{}),
 			OnHeard: func(h mdns.Heard) {
 				m.heard.Store(heardIndex(h))
