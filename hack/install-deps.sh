@@ -18,6 +18,7 @@ declare -A pkgs=(
   [unshare]=util-linux
   [pkill]=procps
   [taskset]=util-linux
+  [promtool]=prometheus
 )
 
 missing=()

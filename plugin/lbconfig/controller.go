@@ -128,6 +128,16 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 		return nil, nil, errors.New("no kubeconfig, no in-cluster config and no static backends: nothing to render from")
 	}
 
+	// Every series at 0 from the start: an alert on increase() sees the
+	// first failure, and a dashboard finds the series before anything fails.
+	for _, o := range outs {
+		k := string(o.Kind)
+		validationFailures.WithLabelValues(k)
+		writesCount.WithLabelValues(k)
+		for _, r := range []string{reloadSuccess, reloadFailure} {
+			reloadsCount.WithLabelValues(k, r)
+		}
+	}
 	gate := lb.NewClaimGate(m, lb.ClaimDelay)
 	ctl := &lb.Controller{
 		Model:     m,
@@ -142,7 +152,7 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 			Invalid:  func(k lb.Kind, _ error) { validationFailures.WithLabelValues(string(k)).Inc() },
 			Written:  func(k lb.Kind) { writesCount.WithLabelValues(string(k)).Inc() },
 			Reloaded: func(k lb.Kind, err error) {
-				reloadsCount.WithLabelValues(string(k), map[bool]string{true: "success", false: "failure"}[err == nil]).Inc()
+				reloadsCount.WithLabelValues(string(k), map[bool]string{true: reloadSuccess, false: reloadFailure}[err == nil]).Inc()
 			},
 			Succeeded: func(t time.Time) {
 				l.applied.Store(true)

@@ -7,6 +7,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
+// Values of reloads_total's result label.
+const (
+	reloadSuccess = "success"
+	reloadFailure = "failure"
+)
+
 var (
 	rendersCount = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,

@@ -110,6 +110,7 @@ func (m *MDNSNodes) Start() error {
 			dropped.WithLabelValues(server, reason)
 		}
 		ttlCapped.WithLabelValues(server)
+		accepted.WithLabelValues(server)
 		sourceNodes.WithLabelValues(server, sourceMDNS).Set(0)
 		var err error
 		b, err = mdns.NewBrowser(mdns.BrowserConfig{
