@@ -179,3 +179,30 @@ func TestRenderNode(t *testing.T) {
 		t.Errorf("bad file: %v", err)
 	}
 }
+
+// TestRenderNodeMachineConfig: -format machineconfig and butane write one
+// document for the role's pool; a bootstrap node and an unknown format are
+// refused.
+func TestRenderNodeMachineConfig(t *testing.T) {
+	for format, want := range map[string]string{"machineconfig": "kind: MachineConfig", "butane": "variant: openshift"} {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"render-node", "-f", example, "-role", "control-plane", "-format", format, "-o", "-"}, &out); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if s := out.String(); !strings.Contains(s, want) || !strings.Contains(s, "name: 50-master-infradns") {
+			t.Errorf("%s output:\n%.400s", format, s)
+		}
+		path := filepath.Join(t.TempDir(), "mc.yaml")
+		if err := run(context.Background(), []string{"render-node", "-f", example, "-role", "worker", "-format", format, "-o", path}, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "50-worker-infradns") {
+			t.Errorf("%s file: %v\n%.200s", format, err, b)
+		}
+	}
+	for _, args := range [][]string{{"-role", "bootstrap", "-format", "machineconfig"}, {"-role", "worker", "-format", "ignition"}} {
+		if err := run(context.Background(), append([]string{"render-node", "-f", example, "-o", "-"}, args...), &bytes.Buffer{}); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

@@ -16,10 +16,11 @@ import (
 // changed, removes what the node's role no longer has, and leaves
 // forward.conf to the dispatcher script that owns it after the first boot.
 func renderNode(_ context.Context, args []string, out io.Writer) error {
-	fs := flags("render-node", "-f CLUSTER.yaml -o ROOT [-role control-plane|worker|bootstrap] [-node NAME] [-dry-run]")
+	fs := flags("render-node", "-f CLUSTER.yaml -o ROOT [-role control-plane|worker|bootstrap] [-node NAME] [-dry-run] [-format files|machineconfig|butane]")
 	load := nodeFlags(fs, "control-plane, worker or bootstrap")
-	root := fs.String("o", "", "root directory to write under (/ on the node)")
+	root := fs.String("o", "", "root directory to write under (/ on the node); with -format machineconfig or butane, the file to write (- for stdout)")
 	dry := fs.Bool("dry-run", false, "print what would change as a unified diff; write nothing")
+	format := fs.String("format", nodecfg.FormatFiles, "files (a tree under -o), machineconfig or butane (OpenShift: one MachineConfig per pool)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +39,13 @@ func renderNode(_ context.Context, args []string, out io.Writer) error {
 	outs, err := nodecfg.Render(v)
 	if err != nil {
 		return err
+	}
+	switch *format {
+	case nodecfg.FormatFiles:
+	case nodecfg.FormatMachineConfig, nodecfg.FormatButane:
+		return writeMachineConfig(*format, f.Role, outs, *root, out)
+	default:
+		return fmt.Errorf("render-node: -format %q: want files, machineconfig or butane", *format)
 	}
 	changes, err := nodecfg.Plan(*root, outs)
 	if err != nil {
@@ -62,5 +70,27 @@ func renderNode(_ context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%-9s %s%s\n", c.Action, c.Under, note)
 	}
+	return err
+}
+
+// writeMachineConfig writes the role's files as one MachineConfig (or
+// Butane config) to path, or to out for "-".
+func writeMachineConfig(format, role string, outs []nodecfg.Output, path string, out io.Writer) error {
+	render := nodecfg.RenderMachineConfig
+	if format == nodecfg.FormatButane {
+		render = nodecfg.RenderButane
+	}
+	b, err := render(role, outs)
+	if err != nil {
+		return fmt.Errorf("render-node: %w", err)
+	}
+	if path == "-" {
+		_, err := out.Write(b)
+		return err
+	}
+	if _, err := atomicfile.WriteIfChanged(path, b, 0o644); err != nil {
+		return fmt.Errorf("render-node: %w", err)
+	}
+	_, err = fmt.Fprintf(out, "wrote %s (%s for the %s role; forward.conf stays the dispatcher script's)\n", path, format, role)
 	return err
 }
