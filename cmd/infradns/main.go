@@ -40,6 +40,9 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
   status [-kubeconfig PATH] [-n NAMESPACE] [-f CLUSTER.yaml | -cluster NAME] [-o table|json|yaml]
         who holds each VIP, since when, and whether its holder still renews
         (the status Leases; STALE: it stopped)
+  doctor -f CLUSTER.yaml [-role ROLE] [-node NAME] [-root /] [-server ADDR:PORT] [-scan 3s]
+        on a node: the kubeconfig (reachable, certificate, RBAC), the mDNS key,
+        the resolver wiring, CoreDNS's answers, VRRP ID clashes; PASS/WARN/FAIL
   gen-key -o FILE [-stage | -promote | -retire]
         the mDNS key file (root:65532, 0640) and the three steps of a
         rotation that loses no name (every key verifies, the last signs)
@@ -66,6 +69,7 @@ var commands = map[string]func(ctx context.Context, args []string, out io.Writer
 	"vrrp-scan":   scan,
 	"status":      status,
 	"gen-key":     genKey,
+	"doctor":      doctor,
 	"version": func(_ context.Context, _ []string, out io.Writer) error {
 		_, err := fmt.Fprintln(out, version)
 		return err

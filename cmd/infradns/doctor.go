@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/infradns/infradns/internal/mdns"
+	"github.com/infradns/infradns/internal/nodecfg"
+
+	"github.com/miekg/dns"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// A check's verdict.
+const (
+	pass = "PASS"
+	warn = "WARN"
+	fail = "FAIL"
+)
+
+// finding is one line of doctor's report, with what to do when it is not
+// PASS.
+type finding struct {
+	Verdict, Check, Detail, Fix string
+}
+
+// podGID is the group the DNS and publisher pods run as: the kubeconfig and
+// the mDNS key must be readable by it and by nobody else.
+const podGID = 65532
+
+// doctor checks, on a node, what an installation needs: the cluster file,
+// the kubeconfig (reachable, the certificate covering the name used, RBAC
+// allowing what the plugins do), the mDNS key, the resolver wiring (the
+// node asks itself first, forward.conf does not loop back), the answers
+// of the node's CoreDNS and, optionally, VRRP router ID clashes on the
+// link. Each check says PASS, WARN or FAIL and what to do; it exits non-zero
+// on any FAIL.
+func doctor(ctx context.Context, args []string, out io.Writer) error {
+	fs := flags("doctor", "-f CLUSTER.yaml [-role ROLE] [-node NAME] [-root /] [-server ADDR:PORT] [-scan 3s]")
+	load := nodeFlags(fs, "control-plane, worker or bootstrap")
+	root := fs.String("root", "/", "the node's root: where /etc/resolv.conf, /etc/infradns and the kubeconfig are read")
+	server := fs.String("server", "", "the node's CoreDNS (default: the first nameserver of resolv.conf, port 53)")
+	scanFor := fs.Duration("scan", 3*time.Second, "listen this long for VRRP router ID clashes on the cluster interface (root); 0 skips it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("doctor: unexpected argument %q", fs.Arg(0))
+	}
+	var found []finding
+	add := func(f ...finding) { found = append(found, f...) }
+	f, err := load()
+	if err != nil {
+		add(finding{fail, "cluster file", err.Error(), "fix the file: render-node refuses it too"})
+		return report(out, found)
+	}
+	v, err := f.Values()
+	if err != nil {
+		add(finding{fail, "cluster file", err.Error(), "fix the file: render-node refuses it too"})
+		return report(out, found)
+	}
+	add(finding{pass, "cluster file", fmt.Sprintf("%s, cluster %s (%s), role %s", f.Name, v.Cluster, v.Domain, v.Role), ""})
+	under := func(p string) string { return filepath.Join(*root, p) }
+
+	if v.Kubeconfig != "" {
+		add(checkSecretFile("kubeconfig", under(v.Kubeconfig), "chgrp 65532 "+v.Kubeconfig+" && chmod 0640 "+v.Kubeconfig)...)
+		add(checkAPI(ctx, under(v.Kubeconfig), v)...)
+	}
+	if v.MDNSKey != "" {
+		add(checkSecretFile("mDNS key", under(v.MDNSKey), "chown root:65532 "+v.MDNSKey+" && chmod 0640 "+v.MDNSKey+" (infradns gen-key writes it so)")...)
+		if _, err := mdns.LoadKeys(under(v.MDNSKey), nil); err != nil {
+			add(finding{fail, "mDNS key", err.Error(), "infradns gen-key -o " + v.MDNSKey + ", the same file on every node"})
+		}
+	}
+
+	local := localAddrs()
+	resolv, _ := os.ReadFile(under("/etc/resolv.conf"))
+	add(checkResolv(resolv, local))
+	fwd, _ := os.ReadFile(under(nodecfg.ConfigDir + "/forward.conf"))
+	add(checkForward(fwd, local))
+
+	addr := *server
+	if addr == "" {
+		if ns := nameservers(resolv); len(ns) > 0 {
+			addr = net.JoinHostPort(ns[0].String(), "53")
+		}
+	}
+	if addr != "" {
+		host, _ := os.Hostname()
+		if f.Node != "" {
+			host = f.Node
+		}
+		add(checkAnswers(addr, v, host)...)
+	}
+
+	if *scanFor > 0 && v.Interface != "" && v.Interface != "auto" && f.Name != "" {
+		var buf bytes.Buffer
+		err := scan(ctx, []string{"-f", f.Name, "-interface", v.Interface, "-duration", scanFor.String()}, &buf)
+		switch {
+		case err == nil:
+			add(finding{pass, "VRRP router IDs", fmt.Sprintf("no clash heard on %s in %s", v.Interface, *scanFor), ""})
+		default:
+			add(finding{fail, "VRRP router IDs", strings.TrimSpace(buf.String() + " " + err.Error()), "routerIDs in the cluster file (every node), or stop the other router; see `infradns vrrp-scan`"})
+		}
+	}
+	return report(out, found)
+}
+
+func report(out io.Writer, found []finding) error {
+	failed := 0
+	for _, f := range found {
+		fmt.Fprintf(out, "%s  %-16s %s\n", f.Verdict, f.Check, f.Detail)
+		if f.Verdict != pass && f.Fix != "" {
+			fmt.Fprintf(out, "      %-16s fix: %s\n", "", f.Fix)
+		}
+		if f.Verdict == fail {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("doctor: %d of %d checks failed", failed, len(found))
+	}
+	return nil
+}
+
+// checkSecretFile: a file holding a secret (a client key, the mDNS key)
+// readable by the pods' group and nobody else.
+func checkSecretFile(what, path, fix string) []finding {
+	st, err := os.Stat(path)
+	if err != nil {
+		return []finding{{fail, what, err.Error(), "create it; " + fix}}
+	}
+	return []finding{secretMode(what, path, st.Mode().Perm(), st.Sys().(*syscall.Stat_t).Gid, fix)}
+}
+
+func secretMode(what, path string, perm os.FileMode, gid uint32, fix string) finding {
+	switch {
+	case perm&0o022 != 0:
+		return finding{fail, what, fmt.Sprintf("%s is writable by group or others (%04o)", path, perm), fix}
+	case perm&0o004 != 0:
+		return finding{fail, what, fmt.Sprintf("%s is readable by everyone (%04o): it holds a secret", path, perm), fix}
+	case gid != podGID && perm&0o040 != 0:
+		return finding{warn, what, fmt.Sprintf("%s is group %d, not the pods' %d: the non-root pods cannot read it", path, gid, podGID), fix}
+	case gid != podGID:
+		return finding{warn, what, fmt.Sprintf("%s (%04o) is readable by root only: the non-root pods cannot read it", path, perm), fix}
+	}
+	return finding{pass, what, fmt.Sprintf("%s %04o, group %d", path, perm, gid), ""}
+}
+
+// checkAPI: the kubeconfig reaches the API (a certificate that does not
+// cover the server's name is named as such) and RBAC allows what lbconfig
+// and mdnsnodes do.
+func checkAPI(ctx context.Context, path string, v nodecfg.Values) []finding {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return []finding{{fail, "API", err.Error(), "a kubeconfig for the user infradns (docs/operator-guide.md)"}}
+	}
+	cfg.Timeout = 5 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return []finding{{fail, "API", err.Error(), ""}}
+	}
+	ver, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		fix := "is the server up and reachable from this node?"
+		if strings.Contains(err.Error(), "x509") {
+			fix = "the apiserver's certificate must cover the name in the kubeconfig (" + cfg.Host + "): kubeadm --apiserver-cert-extra-sans, or aim the kubeconfig at a name it covers"
+		}
+		return []finding{{fail, "API", err.Error(), fix}}
+	}
+	out := []finding{{pass, "API", fmt.Sprintf("%s answers (%s)", cfg.Host, ver.GitVersion), ""}}
+	type ask struct{ verb, group, resource, ns string }
+	ingressNS := "openshift-ingress"
+	if v.IngressService != "" {
+		ingressNS, _, _ = strings.Cut(v.IngressService, "/")
+	}
+	need := []ask{
+		{"list", "", "nodes", ""}, {"watch", "", "nodes", ""},
+		{"list", "discovery.k8s.io", "endpointslices", "default"}, {"watch", "discovery.k8s.io", "endpointslices", "default"},
+		{"list", "discovery.k8s.io", "endpointslices", ingressNS}, {"watch", "discovery.k8s.io", "endpointslices", ingressNS},
+	}
+	if v.StatusLease != "" {
+		for _, verb := range []string{"get", "create", "update"} {
+			need = append(need, ask{verb, "coordination.k8s.io", "leases", v.StatusLease})
+		}
+	}
+	if v.NodesService != "" {
+		ns, _, _ := strings.Cut(v.NodesService, "/")
+		need = append(need, ask{"list", "discovery.k8s.io", "endpointslices", ns}, ask{"watch", "discovery.k8s.io", "endpointslices", ns})
+	}
+	// More than needed is a risk on every node: these must be refused.
+	deny := []ask{{"get", "", "secrets", "kube-system"}, {"update", "coordination.k8s.io", "leases", "kube-system"}}
+	allowed := func(a ask) (bool, error) {
+		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.ns}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return r.Status.Allowed, nil
+	}
+	var missing, extra []string
+	for _, a := range need {
+		ok, err := allowed(a)
+		if err != nil {
+			return append(out, finding{fail, "RBAC", err.Error(), ""})
+		}
+		if !ok {
+			missing = append(missing, fmt.Sprintf("%s %s in %q", a.verb, a.resource, a.ns))
+		}
+	}
+	for _, a := range deny {
+		if ok, err := allowed(a); err == nil && ok {
+			extra = append(extra, fmt.Sprintf("%s %s in %q", a.verb, a.resource, a.ns))
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		out = append(out, finding{fail, "RBAC", "not allowed: " + strings.Join(missing, ", "), "kubectl apply -f deploy/rbac.yaml (and deploy/nodes-service.yaml with nodesService), bound to this kubeconfig's user"})
+	case len(extra) > 0:
+		out = append(out, finding{warn, "RBAC", "allowed more than needed: " + strings.Join(extra, ", "), "use the user of deploy/rbac.yaml, not an administrator's kubeconfig: every node holds it"})
+	default:
+		out = append(out, finding{pass, "RBAC", fmt.Sprintf("the %d permissions the plugins use, and not %d it must not have", len(need), len(deny)), ""})
+	}
+	return out
+}
+
+// nameservers are resolv.conf's, in order.
+func nameservers(resolv []byte) []netip.Addr {
+	var out []netip.Addr
+	sc := bufio.NewScanner(bytes.NewReader(resolv))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "nameserver" {
+			if a, err := netip.ParseAddr(f[1]); err == nil {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	return out
+}
+
+// checkResolv: the node asks its own CoreDNS first (the dispatcher script
+// writes `nameserver NODE-IP` first), so pods and kubelet resolve
+// api-int and node names.
+func checkResolv(resolv []byte, local []netip.Addr) finding {
+	ns := nameservers(resolv)
+	switch {
+	case len(ns) == 0:
+		return finding{fail, "resolv.conf", "no nameserver", "the dispatcher script writes it (NetworkManager); see the resolver wiring in docs/operator-guide.md"}
+	case ns[0].IsLoopback() || slices.Contains(local, ns[0]):
+		return finding{pass, "resolv.conf", fmt.Sprintf("first nameserver %s is this node", ns[0]), ""}
+	}
+	return finding{fail, "resolv.conf", fmt.Sprintf("first nameserver %s is not this node: api-int and node names go elsewhere", ns[0]), "is the dispatcher script installed and NetworkManager running? (systemd-resolved: see the resolver wiring section)"}
+}
+
+// checkForward: the upstreams CoreDNS forwards to are not this node, or a
+// query for an unknown name would loop until CoreDNS's loop plugin stops it.
+func checkForward(fwd []byte, local []netip.Addr) finding {
+	if len(fwd) == 0 {
+		return finding{fail, "forward.conf", "missing or empty: names outside the cluster do not resolve", "the dispatcher script writes it at the first network event; or set upstreams in the cluster file and render again"}
+	}
+	var ups []netip.Addr
+	for _, f := range strings.Fields(string(fwd)) {
+		host := f
+		if h, _, err := net.SplitHostPort(f); err == nil {
+			host = h
+		}
+		if a, err := netip.ParseAddr(host); err == nil {
+			ups = append(ups, a.Unmap())
+		}
+	}
+	if len(ups) == 0 {
+		return finding{fail, "forward.conf", "no upstream address in it", "set upstreams in the cluster file"}
+	}
+	for _, a := range ups {
+		if a.IsLoopback() || slices.Contains(local, a) {
+			return finding{fail, "forward.conf", fmt.Sprintf("upstream %s is this node: a forwarding loop", a), "the site's DNS servers, never this node: fix the connection's DNS or upstreams"}
+		}
+	}
+	return finding{pass, "forward.conf", fmt.Sprintf("upstreams %v", ups), ""}
+}
+
+// checkAnswers asks the node's CoreDNS what a pod would.
+func checkAnswers(server string, v nodecfg.Values, host string) []finding {
+	ask := func(name string, qtype uint16) ([]string, int, error) {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), qtype)
+		r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, server)
+		if err != nil {
+			return nil, 0, err
+		}
+		var out []string
+		for _, rr := range r.Answer {
+			switch x := rr.(type) {
+			case *dns.A:
+				out = append(out, x.A.String())
+			case *dns.AAAA:
+				out = append(out, x.AAAA.String())
+			}
+		}
+		slices.Sort(out)
+		return out, r.Rcode, nil
+	}
+	family := func(all []string, v6 bool) []string {
+		var out []string
+		for _, s := range all {
+			if strings.Contains(s, ":") == v6 {
+				out = append(out, s)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	var out []finding
+	for _, c := range []struct{ name, label string }{
+		{"api-int." + v.Domain, "api-int"},
+		{"doctor-check.apps." + v.Domain, "*.apps"},
+	} {
+		want := v.APIVIPs
+		if c.label == "*.apps" {
+			want = v.IngressVIPs
+		}
+		var bad []string
+		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+			w := family(want, qt == dns.TypeAAAA)
+			got, _, err := ask(c.name, qt)
+			if err != nil {
+				out = append(out, finding{fail, c.label, fmt.Sprintf("%s: %v", server, err), "is the infradns-coredns pod running? crictl ps --name coredns"})
+				return out
+			}
+			if !slices.Equal(got, w) {
+				bad = append(bad, fmt.Sprintf("%s %s = %v, want %v", c.name, dns.TypeToString[qt], got, w))
+			}
+		}
+		if len(bad) > 0 {
+			out = append(out, finding{fail, c.label, strings.Join(bad, "; "), "render the node again from the cluster file (the Corefile's VIPs)"})
+		} else {
+			out = append(out, finding{pass, c.label, fmt.Sprintf("%s answers %v", c.name, want), ""})
+		}
+	}
+	label, _, _ := strings.Cut(strings.ToLower(host), ".")
+	name := label + "." + v.Domain
+	a, _, err4 := ask(name, dns.TypeA)
+	aaaa, _, err6 := ask(name, dns.TypeAAAA)
+	switch {
+	case err4 != nil || err6 != nil:
+		out = append(out, finding{fail, "node name", fmt.Sprintf("%s: %v %v", name, err4, err6), ""})
+	case len(a)+len(aaaa) == 0:
+		out = append(out, finding{fail, "node name", name + " has no address", "is this node's mdns-publisher running, and multicast passing (or the Node in the API with an InternalIP)?"})
+	default:
+		out = append(out, finding{pass, "node name", fmt.Sprintf("%s answers %v", name, append(a, aaaa...)), ""})
+	}
+	return out
+}
+
+// localAddrs are this host's addresses.
+func localAddrs() []netip.Addr {
+	var out []netip.Addr
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"net/netip"
+	"os"
+	"testing"
+)
+
+func TestDoctorChecks(t *testing.T) {
+	local := []netip.Addr{netip.MustParseAddr("198.51.100.11"), netip.MustParseAddr("127.0.0.1")}
+	for _, tc := range []struct {
+		name, text string
+		check      func([]byte, []netip.Addr) finding
+		want       string
+	}{
+		{"resolv: this node first", "search ocp4.example.com\nnameserver 198.51.100.11\nnameserver 198.51.100.53\n", checkResolv, pass},
+		{"resolv: loopback first", "nameserver 127.0.0.1\n", checkResolv, pass},
+		{"resolv: site DNS first", "nameserver 198.51.100.53\nnameserver 198.51.100.11\n", checkResolv, fail},
+		{"resolv: none", "# empty\n", checkResolv, fail},
+		{"forward: site servers", ". 198.51.100.53 198.51.100.54:53\n", checkForward, pass},
+		{"forward: this node", "198.51.100.53 198.51.100.11\n", checkForward, fail},
+		{"forward: loopback", "127.0.0.53\n", checkForward, fail},
+		{"forward: missing", "", checkForward, fail},
+		{"forward: no address", "# nothing\n", checkForward, fail},
+	} {
+		if got := tc.check([]byte(tc.text), local); got.Verdict != tc.want || (got.Verdict != pass && got.Fix == "") {
+			t.Errorf("%s: %+v, want %s with a fix", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDoctorSecretMode(t *testing.T) {
+	for _, tc := range []struct {
+		perm uint32
+		gid  uint32
+		want string
+	}{
+		{0o640, podGID, pass},
+		{0o600, podGID, pass},
+		{0o644, podGID, fail},
+		{0o660, podGID, fail},
+		{0o640, 0, warn},
+		{0o600, 0, warn},
+	} {
+		if got := secretMode("key", "/etc/infradns/mdns.key", os.FileMode(tc.perm), tc.gid, "fix"); got.Verdict != tc.want {
+			t.Errorf("%04o gid %d: %+v, want %s", tc.perm, tc.gid, got, tc.want)
+		}
+	}
+}
