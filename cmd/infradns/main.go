@@ -43,6 +43,9 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
   doctor -f CLUSTER.yaml [-role ROLE] [-node NAME] [-root /] [-server ADDR:PORT] [-scan 3s]
         on a node: the kubeconfig (reachable, certificate, RBAC), the mDNS key,
         the resolver wiring, CoreDNS's answers, VRRP ID clashes; PASS/WARN/FAIL
+  uninstall -f CLUSTER.yaml -o ROOT [-dry-run]
+        remove what render-node wrote (static pods first) and take the node
+        out of resolv.conf; the mDNS key and the kubeconfig stay
   gen-key -o FILE [-stage | -promote | -retire]
         the mDNS key file (root:65532, 0640) and the three steps of a
         rotation that loses no name (every key verifies, the last signs)
@@ -70,6 +73,7 @@ var commands = map[string]func(ctx context.Context, args []string, out io.Writer
 	"status":      status,
 	"gen-key":     genKey,
 	"doctor":      doctor,
+	"uninstall":   uninstall,
 	"version": func(_ context.Context, _ []string, out io.Writer) error {
 		_, err := fmt.Fprintln(out, version)
 		return err
