@@ -14,7 +14,10 @@ import (
 	"github.com/infradns/infradns/internal/kube"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
@@ -51,6 +54,9 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 	file := fs.String("f", "", "cluster file: list every VIP it defines, held or not (NONE)")
 	name := fs.String("cluster", "", "only this cluster's VIPs (default: the cluster file's, else every cluster's)")
 	format := fs.String("o", "table", "output: table, json or yaml")
+	nodes := fs.Bool("nodes", false, "also ask every Node's metrics endpoints (the cluster file's metricsAddress must let them be reached)")
+	lbPort := fs.Int("lb-metrics-port", 9155, "the lbconfig pod's metrics port")
+	dnsPort := fs.Int("dns-metrics-port", 9153, "the DNS pod's metrics port")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -102,7 +108,25 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("status: Leases in %s: %w", *ns, err)
 	}
 	rows := vipRows(list.Items, model, time.Now())
-	return printRows(out, rows, *format, time.Now())
+	var nodeRows []nodeRow
+	if *nodes {
+		nl, err := cache.ToListerWithContext(client.Nodes(kube.AllNodes)).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return fmt.Errorf("status: Nodes: %w", err)
+		}
+		items, _ := meta.ExtractList(nl)
+		var targets []nodeTarget
+		for _, o := range items {
+			if n, ok := o.(*corev1.Node); ok {
+				node := kube.ToNode(n)
+				if len(node.Addresses) > 0 {
+					targets = append(targets, nodeTarget{Name: node.Name, Addr: node.Addresses[0]})
+				}
+			}
+		}
+		nodeRows = scrapeNodes(ctx, targets, *lbPort, *dnsPort, time.Now())
+	}
+	return printStatus(out, rows, nodeRows, *format, time.Now())
 }
 
 // vipRows turns the Leases (and, with a model, the VIPs it defines) into
@@ -167,16 +191,24 @@ func groupKey(g string) string {
 }
 
 func printRows(out io.Writer, rows []vipRow, format string, now time.Time) error {
+	return printStatus(out, rows, nil, format, now)
+}
+
+func printStatus(out io.Writer, rows []vipRow, nodes []nodeRow, format string, now time.Time) error {
+	doc := map[string]any{"vips": rows}
+	if nodes != nil {
+		doc["nodes"] = nodes
+	}
 	switch format {
 	case "json":
-		b, err := json.MarshalIndent(map[string]any{"vips": rows}, "", "  ")
+		b, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintln(out, string(b))
 		return err
 	case "yaml":
-		b, err := yaml.Marshal(map[string]any{"vips": rows})
+		b, err := yaml.Marshal(doc)
 		if err != nil {
 			return err
 		}
@@ -189,7 +221,11 @@ func printRows(out io.Writer, rows []vipRow, format string, now time.Time) error
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", dash(r.Cluster), dash(r.Group), dash(r.Family), dash(r.VIP),
 			dash(r.Holder), r.State, ago(r.Since, now), ago(r.Renewed, now), r.Transitions)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || nodes == nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return printNodes(out, nodes, now)
 }
 
 func dash(s string) string {

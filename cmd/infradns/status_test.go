@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +101,51 @@ func TestStatusFlags(t *testing.T) {
 	for _, args := range [][]string{{"-o", "xml"}, {"-n", "Bad_NS"}, {"extra"}, {"-cluster", "-x"}} {
 		if err := run(t.Context(), append([]string{"status"}, args...), &bytes.Buffer{}); err == nil {
 			t.Errorf("status %v: no error", args)
+		}
+	}
+}
+
+// TestStatusNodes asks a node's metrics endpoints over HTTP (an httptest
+// server standing in for both pods) and reads what status prints of them;
+// an unreachable node is a row with its error, not a failure.
+func TestStatusNodes(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `# HELP coredns_lbconfig_last_success_timestamp_seconds x
+# TYPE coredns_lbconfig_last_success_timestamp_seconds gauge
+coredns_lbconfig_last_success_timestamp_seconds %d
+coredns_lbconfig_validation_failures_total{file="haproxy"} 2
+coredns_lbconfig_validation_failures_total{file="keepalived"} 0
+coredns_lbconfig_reloads_total{file="haproxy",result="failure"} 1
+coredns_lbconfig_reloads_total{file="haproxy",result="success"} 9
+coredns_lbconfig_vip_held{group="api",vip="192.0.2.5"} 1
+coredns_lbconfig_vip_held{group="ingress",vip="192.0.2.10"} 0
+coredns_mdnsnodes_source_nodes{source="mdns",zones="ocp4.example.com."} 5
+coredns_mdnsnodes_source_nodes{source="api",zones="ocp4.example.com."} 6
+`, now.Add(-42*time.Second).Unix())
+	}))
+	defer srv.Close()
+	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	closed := httptest.NewServer(http.NotFoundHandler())
+	deadPort := netip.MustParseAddrPort(closed.Listener.Addr().String()).Port()
+	closed.Close()
+	rows := scrapeNodes(context.Background(), []nodeTarget{{"master-0", ap.Addr()}}, int(ap.Port()), int(ap.Port()), now)
+	r := rows[0]
+	if !r.LastGood.Equal(now.Add(-42*time.Second)) || r.Rejected != 2 || r.ReloadFailures != 1 || len(r.Held) != 1 || r.Held[0] != "192.0.2.5" ||
+		r.NamesMDNS != 5 || r.NamesAPI != 6 || r.Error != "" {
+		t.Errorf("row %+v", r)
+	}
+	dead := scrapeNodes(context.Background(), []nodeTarget{{"worker-9", ap.Addr()}}, int(deadPort), int(deadPort), now)[0]
+	if dead.Error == "" || dead.NamesMDNS != -1 {
+		t.Errorf("unreachable node: %+v", dead)
+	}
+	var out bytes.Buffer
+	if err := printStatus(&out, nil, append(rows, dead), "table", now); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"master-0", "42s ago", "192.0.2.5", "5/6", "worker-9", "off/off", "metricsAddress"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, out.String())
 		}
 	}
 }
