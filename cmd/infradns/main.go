@@ -37,7 +37,7 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
         the VRRP router IDs of a cluster (OpenShift's for api and ingress)
   vrrp-scan -interface IF (-f CLUSTER.yaml | -cluster NAME [-api-vip ADDR]... [-ingress-vip ADDR]...) [-duration 3s]
         listen for VRRP adverts and report clashes with the cluster's IDs and VIPs
-  status [-kubeconfig PATH] [-n NAMESPACE] [-f CLUSTER.yaml | -cluster NAME] [-o table|json|yaml]
+  status [-kubeconfig PATH] [-n NAMESPACE] [-f CLUSTER.yaml | -cluster NAME] [-nodes] [-o table|json|yaml]
         who holds each VIP, since when, and whether its holder still renews
         (the status Leases; STALE: it stopped)
   doctor -f CLUSTER.yaml [-role ROLE] [-node NAME] [-root /] [-server ADDR:PORT] [-scan 3s]
