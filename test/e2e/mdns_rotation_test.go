@@ -1,0 +1,102 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/test/e2e/lab"
+)
+
+// TestMDNSKeyRotation follows the operator guide's key rotation on three
+// lab nodes, each running a keyed resolver and a signing publisher: the key
+// file is stepped with `infradns gen-key -stage`, `-promote`, `-retire`,
+// copied to one node at a time, and that node's publisher and resolver
+// restarted. After every single node's update, every resolver must serve
+// every node's name and no resolver may have refused a signature: nodes a
+// step apart accept each other, so the rotation loses no name.
+func TestMDNSKeyRotation(t *testing.T) {
+	l := lab.New(t, lab.Config{Prefix: "mdnskr", Nodes: 3, TeardownGrace: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	nodes := l.Nodes()
+	dir := t.TempDir()
+	master := filepath.Join(dir, "mdns.key")
+	infradns := lab.Binary(t, "infradns")
+	step := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(infradns, append([]string{"gen-key", "-o", master}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("gen-key %v: %v\n%s", args, err, out)
+		}
+	}
+	step()
+	const port, ready, metrics = 5302, readyPort + 2, 9156
+	keyOf := func(i int) string { return filepath.Join(dir, fmt.Sprintf("node%d.key", i)) }
+	install := func(i int) {
+		t.Helper()
+		b, err := os.ReadFile(master)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyOf(i), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type running struct{ pub, dns *lab.Process }
+	procs := make([]running, len(nodes))
+	start := func(i int) {
+		t.Helper()
+		if p := procs[i]; p.pub != nil {
+			_ = p.pub.Stop(time.Second)
+			_ = p.dns.Stop(time.Second)
+		}
+		n := nodes[i]
+		procs[i].pub = n.Start("mdns-publisher", mdnsPublisherArgs(t, "--key", keyOf(i)))
+		procs[i].dns = n.Start("coredns", []string{lab.Binary(t, "coredns"), "-conf", mdnsCorefile(t, port, ready, metrics, keyOf(i))})
+	}
+	rejected := func() float64 {
+		t.Helper()
+		total := 0.0
+		for i, n := range nodes {
+			m, err := mdnsRejected(ctx, n, metrics)
+			if err != nil {
+				t.Fatalf("node%d metrics: %v\n%s", i, err, lab.Tail(procs[i].dns.LogPath, 20))
+			}
+			total += m["signature"]
+		}
+		return total
+	}
+	// allServed: every resolver serves every node's name.
+	allServed := func(what string) {
+		t.Helper()
+		for _, n := range nodes {
+			if _, err := mdnsWaitAll(ctx, time.Now(), nodes, port, mdnsName(n.Name), "A", mdnsExactly(n.IPv4)); err != nil {
+				t.Fatalf("%s: %s not served everywhere: %v", what, n.Name, err)
+			}
+		}
+		// Restarted resolvers count from 0: sum what each has refused now.
+		if r := rejected(); r != 0 {
+			t.Errorf("%s: %v announcements refused for their signature", what, r)
+		}
+	}
+	for i := range nodes {
+		install(i)
+		start(i)
+	}
+	allServed("one key everywhere")
+	for _, s := range []string{"-stage", "-promote", "-retire"} {
+		step(s)
+		for i := range nodes {
+			install(i)
+			start(i)
+			allServed(fmt.Sprintf("%s on node0..node%d", s, i))
+		}
+		t.Logf("%s: every node updated one by one, every name served by every resolver after each, 0 signatures refused", s)
+	}
+}
