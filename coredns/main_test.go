@@ -40,10 +40,11 @@ func TestWithInfradnsErrors(t *testing.T) {
 		name  string
 		stock []string
 	}{
-		{"no cache", []string{"errors", "template", "hosts", "forward"}},
-		{"no forward", []string{"cache", "template", "hosts"}},
-		{"anchor before cache", []string{"template", "cache", "hosts", "forward"}},
-		{"already registered", []string{"cache", "apiint", "template", "hosts", "forward"}},
+		{"no loadbalance", []string{"errors", "cache", "template", "hosts", "forward"}},
+		{"no cache", []string{"loadbalance", "template", "hosts", "forward"}},
+		{"no forward", []string{"loadbalance", "cache", "template", "hosts"}},
+		{"anchor before loadbalance", []string{"cache", "loadbalance", "template", "hosts", "forward"}},
+		{"already registered", []string{"loadbalance", "apiint", "cache", "template", "hosts", "forward"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,11 +53,11 @@ func TestWithInfradnsErrors(t *testing.T) {
 			}
 		})
 	}
-	got, err := withInfradns([]string{"log", "cache", "minimal", "template", "hosts", "forward"})
+	got, err := withInfradns([]string{"log", "loadbalance", "acl", "cache", "minimal", "template", "hosts", "forward"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := slices.Concat([]string{"log", "cache", "minimal"}, infradnsDirectives, []string{"template", "hosts", "forward"})
+	want := slices.Concat([]string{"log", "loadbalance", "acl"}, infradnsDirectives, []string{"cache", "minimal", "template", "hosts", "forward"})
 	if !slices.Equal(got, want) {
 		t.Errorf("Expected %v, got %v", want, got)
 	}

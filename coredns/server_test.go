@@ -217,8 +217,9 @@ func TestServerBadCorefile(t *testing.T) {
 }
 
 // TestServerLoadbalanceShufflesVIPs: several ingress VIPs of a family are all
-// answered, and the stock loadbalance plugin (built in) shuffles them, the
-// cached answers too (it comes before cache in the plugin chain).
+// answered, and the stock loadbalance plugin (built in) shuffles them: it
+// comes before the infradns plugins in the chain (and before cache, which
+// they answer ahead of).
 func TestServerLoadbalanceShufflesVIPs(t *testing.T) {
 	udp, _ := startServer(t, `ocp4.example.com:0 {
 		loadbalance
