@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +307,36 @@ func TestServerOtherOpcodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServerMultisocket: `multisocket 2` opens two UDP sockets on the one
+// port (SO_REUSEPORT), as /proc/net/udp shows, and queries from many source
+// ports are all answered by our plugins.
+func TestServerMultisocket(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	pc.Close()
+	startServer(t, fmt.Sprintf(`ocp4.example.com:%d {
+		bind 127.0.0.1
+		multisocket 2
+		apiint 192.0.2.5
+	}`, port))
+	b, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := fmt.Sprintf("0100007F:%04X", port)
+	if n := strings.Count(string(b), local); n != 2 {
+		t.Errorf("%d UDP sockets on 127.0.0.1:%d, want 2:\n%s", n, port, b)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for range 20 { // each exchange dials from a new source port
+		if r := exchange(t, "udp", addr, "api-int.ocp4.example.com.", dns.TypeA, 0); answers(r) != "192.0.2.5" {
+			t.Fatalf("api-int: %q, want 192.0.2.5", answers(r))
+		}
 	}
 }

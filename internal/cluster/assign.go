@@ -64,8 +64,10 @@ func Assign(m *Model, s Snapshot) ([]Assignment, error) {
 			eligible[Routers] = append(eligible[Routers], n)
 		}
 	}
+	bootRank := 0
 	if bootstrap {
 		eligible[ControlPlane] = []Node{{Name: m.spec.Node, Addresses: m.spec.NodeIPs, ControlPlane: true}}
+		bootRank = staticRank(m.spec.StaticBackends, m.spec.NodeIPs)
 	}
 	count := map[Holders]int{}
 	for _, g := range m.groups {
@@ -80,6 +82,9 @@ func Assign(m *Model, s Snapshot) ([]Assignment, error) {
 			continue
 		}
 		rank := ((self-g.Index)%len(el) + len(el)) % len(el)
+		if bootstrap && g.Holders == ControlPlane {
+			rank = bootRank
+		}
 		a := Assignment{
 			Group:  g,
 			Rank:   rank,
@@ -94,4 +99,24 @@ func Assign(m *Model, s Snapshot) ([]Assignment, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// staticRank is a bootstrap node's rank among the static backends: the
+// position of its first address in their sorted addresses, 0 when it is
+// not one of them. Static backends are the control plane, so the nodes
+// that run before the API exists get distinct ranks (by address; by name
+// once the Nodes are known) and priorities: no two backups time out in
+// the same millisecond.
+func staticRank(backends []netip.AddrPort, own []netip.Addr) int {
+	var addrs []netip.Addr
+	for _, b := range backends {
+		addrs = append(addrs, b.Addr())
+	}
+	addrs = SortedAddrs(addrs)
+	for i, a := range addrs {
+		if slices.Contains(own, a) {
+			return i
+		}
+	}
+	return 0
 }

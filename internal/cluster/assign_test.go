@@ -161,6 +161,34 @@ func TestAssignBootstrap(t *testing.T) {
 	if got := describe(as); !slices.Equal(got, []string{"api rank=0 home=true spread=false peers=[]"}) {
 		t.Errorf("Bootstrap assignment = %v", got)
 	}
+	// Three control-plane nodes before the API: each ranks by its address
+	// among the static backends (distinct priorities), an address that is
+	// none of them ranks 0.
+	backends := []netip.AddrPort{netip.MustParseAddrPort("198.51.100.12:6443"), netip.MustParseAddrPort("198.51.100.10:6443"),
+		netip.MustParseAddrPort("198.51.100.11:6443")}
+	for _, tc := range []struct {
+		ip   string
+		want string
+	}{
+		{"198.51.100.10", "api rank=0 home=true spread=false peers=[]"},
+		{"198.51.100.11", "api rank=1 home=false spread=false peers=[]"},
+		{"198.51.100.12", "api rank=2 home=false spread=false peers=[]"},
+		{"198.51.100.99", "api rank=0 home=true spread=false peers=[]"},
+	} {
+		s := spec()
+		s.Node, s.NodeIPs, s.StaticBackends = "cp", ips(tc.ip), backends
+		m, err := New(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		as, err := Assign(m, Snapshot{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := describe(as); !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("%s: assignment = %v, want %s", tc.ip, got, tc.want)
+		}
+	}
 	// Without static backends an empty snapshot is an API not read.
 	if _, err := Assign(model(t, "master-0", "192.0.2.10"), Snapshot{}); !errors.Is(err, ErrNoNodes) {
 		t.Errorf("Err = %v, want ErrNoNodes", err)

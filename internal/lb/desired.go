@@ -41,12 +41,12 @@ type TrackFile struct {
 
 // Instance is one keepalived vrrp_instance: one VIP group, one family.
 type Instance struct {
-	Name     string
-	VRID     uint8
+	Name string
+	VRID uint8
+	// Priority ranks the group's nodes (RankPriority); every instance is
+	// nopreempt: a node that comes back takes nothing back (no second move,
+	// no preemption storm when a node flaps).
 	Priority int
-	// Nopreempt: a backup with a higher priority does not take the VIP
-	// from a live holder (groups spread over several nodes).
-	Nopreempt bool
 	// VIPs are written with their host prefix (/32, /128).
 	VIPs []string
 	// Track names the TrackFile that puts this instance in FAULT.
@@ -73,21 +73,20 @@ type Backend struct {
 	Address string
 }
 
-// Priority is the VRRP priority of every eligible node of a group that has
-// its holders to itself (the API VIP, a single ingress VIP): health acts
-// through FAULT (track_file weight 0), not weights, so failover waits for no
-// priority race (the lab measured 3.5 s for the weighted style).
-const Priority = 100
-
-// SpreadPriority is the priority of a node of rank r for a group spread
-// over its holders: 250 for the group's home node, 40 less per rank, at
-// least 1. Spread groups do not preempt, so the backup whose timer fires
-// first keeps the VIP: the ranks must fire in order, and a backup's wait
-// grows by (256-priority)/256 of an advert interval. One apart (0.4 ms at
-// 100 ms adverts) lost to timer jitter in the lab (the third in line took
-// the VIP in 2 of 24 moves); 40 apart is 15.6 ms, and the first backup waits 23
-// ms less than at priority 150.
-func SpreadPriority(rank int) int { return max(1, 250-40*rank) }
+// RankPriority is the VRRP priority of a group's node of rank r (see
+// cluster.Assignment): 250 for rank 0, 40 less per rank, at least 1. Every
+// group's instances are nopreempt, so the backup whose timer fires first
+// keeps the VIP: the ranks must fire in order, and a backup's wait grows by
+// (256-priority)/256 of an advert interval. With equal priorities (as
+// before) two backups timed out in the same millisecond and both claimed the
+// VIP; the one that yielded could have sent the last gratuitous ARPs, and
+// clients followed it for up to 1.3 s (lab). One apart (0.4 ms at 100 ms
+// adverts) lost to timer jitter in the lab (the third in line took the VIP
+// in 2 of 24 moves); 40 apart is 15.6 ms, and the first backup waits 43 ms
+// less than at the old equal priority 100. Health still acts through FAULT
+// (track_file weight 0), not weights: a priority race on a failed check
+// cost 3.5 s in the lab.
+func RankPriority(rank int) int { return max(1, 250-40*rank) }
 
 // Errors for a snapshot that must not be rendered: the caller keeps the
 // last good files. An empty backend or peer list almost always means the API
@@ -140,12 +139,9 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 			in := Instance{
 				Name:     InstanceName(spec.Name, g.Name, vip),
 				VRID:     g.RouterID,
-				Priority: Priority,
+				Priority: RankPriority(a.Rank),
 				VIPs:     []string{netip.PrefixFrom(vip, vip.BitLen()).String()},
 				Track:    track.Name,
-			}
-			if a.Spread {
-				in.Priority, in.Nopreempt = SpreadPriority(a.Rank), true
 			}
 			if spec.VRRP.Version == 2 {
 				in.AuthPass = authPass(spec.Name, g.Name)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -110,4 +111,98 @@ func TestProberWithKeepalived(t *testing.T) {
 		t.Fatal("No unhealthy verdict")
 	}
 	waitFor(t, func() (string, bool) { s, ok := hasVIP(); return s, !ok })
+}
+
+// TestProberRefusedFailsAtOnce: a port that refuses connections fails the
+// check at once, between probes and without Fall failures in a row. The
+// probe interval is an hour and Fall 3, so only the connect checks can
+// produce the unhealthy verdict.
+func TestProberRefusedFailsAtOnce(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "api.health")
+	verdicts := make(chan bool, 10)
+	pr := &Prober{URL: srv.URL + "/haproxy_ready", Paths: []string{path}, Interval: time.Hour, Watch: 20 * time.Millisecond,
+		Rise: 1, Fall: 3, Changed: func(h bool) { verdicts <- h }}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() { _ = pr.Run(ctx) }()
+	select {
+	case v := <-verdicts:
+		if !v {
+			t.Fatal("first verdict unhealthy while the check passes")
+		}
+	case <-ctx.Done():
+		t.Fatal("no verdict")
+	}
+	srv.Close() // the listener goes: connections are refused
+	select {
+	case v := <-verdicts:
+		if v {
+			t.Fatal("second verdict healthy after the port closed")
+		}
+	case <-ctx.Done():
+		t.Fatal("a refused port never failed the check")
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "1\n" {
+		t.Errorf("track file = %q, %v; want 1", b, err)
+	}
+}
+
+// TestProberKeepsHysteresis: a bad answer from a port that is open is
+// doubt, not death: one 503 between successes moves nothing, two in a row
+// do.
+func TestProberKeepsHysteresis(t *testing.T) {
+	var n atomic.Int32
+	bad := map[int32]bool{3: true, 6: true, 7: true}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if bad[n.Add(1)] {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "api.health")
+	var got []bool
+	verdicts := make(chan bool, 10)
+	pr := &Prober{URL: srv.URL, Paths: []string{path}, Interval: 10 * time.Millisecond, Watch: 2 * time.Millisecond,
+		Rise: 2, Fall: 2, Changed: func(h bool) { verdicts <- h }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = pr.Run(ctx); close(done) }()
+	deadline := time.After(30 * time.Second)
+	for n.Load() < 10 {
+		select {
+		case v := <-verdicts:
+			got = append(got, v)
+		case <-deadline:
+			t.Fatalf("only %d probes in 30 s", n.Load())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	<-done
+	for len(verdicts) > 0 {
+		got = append(got, <-verdicts)
+	}
+	// Probes 1-2 ok → healthy; 3 bad alone → nothing; 4-5 ok; 6-7 bad →
+	// unhealthy; 8-9 ok → healthy.
+	want := []bool{true, false, true}
+	if len(got) < len(want) || !slices.Equal(got[:3], want) {
+		t.Errorf("verdicts = %v, want %v", got, want)
+	}
+}
+
+func TestHostPort(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"http://127.0.0.1:9454/haproxy_ready", "127.0.0.1:9454"},
+		{"http://[::1]:1936/healthz/ready", "[::1]:1936"},
+		{"http://localhost/healthz", "localhost:80"},
+		{"https://127.0.0.1/readyz", "127.0.0.1:443"},
+		{"unix:///run/x.sock", ""},
+		{"::bad", ""},
+	} {
+		if got := hostPort(tc.url); got != tc.want {
+			t.Errorf("hostPort(%q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
 }

@@ -39,3 +39,20 @@ func InterfaceFor(vip netip.Addr) (string, []netip.Addr, error) {
 	}
 	return "", nil, fmt.Errorf("no interface has a subnet holding %s", vip)
 }
+
+// OwnAddrs are the node's addresses on iface: global unicast addresses with
+// a subnet prefix, not the host routes (/32, /128) keepalived adds for VIPs.
+func OwnAddrs(iface string) ([]netip.Addr, error) {
+	ps, err := vrrp.InterfacePrefixes(iface)
+	if err != nil {
+		return nil, err
+	}
+	var own []netip.Addr
+	for _, p := range ps {
+		if p.IsSingleIP() || !p.Addr().IsGlobalUnicast() {
+			continue
+		}
+		own = append(own, p.Addr())
+	}
+	return cluster.SortedAddrs(own), nil
+}

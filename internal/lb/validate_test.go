@@ -76,10 +76,10 @@ func TestValidateRejectsBroken(t *testing.T) {
 		{"keepalived unknown interface", Keepalived, "interface eth0", "interface idnsv-nosuch"},
 		{"keepalived vrid out of range", Keepalived, "virtual_router_id 222", "virtual_router_id 300"},
 		{"keepalived unbalanced braces (hangs -t: the timeout rejects it)", Keepalived, "    track_file {", "    track_file {{"},
-		{"keepalived auth with v3", Keepalived, "    priority 100\n", "    priority 100\n    authentication {\n        auth_type PASS\n        auth_pass ocp4\n    }\n"},
+		{"keepalived auth with v3", Keepalived, "    priority 250\n", "    priority 250\n    authentication {\n        auth_type PASS\n        auth_pass ocp4\n    }\n"},
 		{"haproxy unknown backend", HAProxyCfg, "default_backend ocp4_api", "default_backend ocp4_nosuch"},
 		{"haproxy bad server address", HAProxyCfg, "198.51.100.12:6443", "198.51.100.300:6443"},
-		{"haproxy missing timeouts (warning)", HAProxyCfg, "    timeout connect 5s\n", ""},
+		{"haproxy missing timeouts (warning)", HAProxyCfg, "    timeout connect 300ms\n", ""},
 		{"haproxy duplicate server", HAProxyCfg, "server master-1_v4 ", "server master-0_v4 "},
 	}
 	for _, tc := range tests {

@@ -2,13 +2,16 @@ package vrrp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +58,77 @@ func TestPidAlive(t *testing.T) {
 	}
 }
 
+// TestPidAliveZombie kills a child and does not reap it: the zombie keeps
+// its pid and comm and answers kill(pid, 0), but a keepalived in that state
+// holds nothing.
+func TestPidAliveZombie(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "keepalived.pid")
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := false
+	defer func() {
+		if !reaped {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	writeFile(t, pidfile, strconv.Itoa(cmd.Process.Pid)+"\n")
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait (without reaping) until the kernel made it a zombie.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, st, ok := ProcStat(b); ok && st == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed child never became a zombie: %s", b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+		t.Fatalf("kill(zombie, 0) = %v: the case under test needs it to succeed", err)
+	}
+	if PidAlive(pidfile, "sleep")() {
+		t.Error("an unreaped, killed sleep (a zombie) is alive")
+	}
+	_ = cmd.Wait()
+	reaped = true
+	if PidAlive(pidfile, "sleep")() {
+		t.Error("a reaped sleep is alive")
+	}
+}
+
+func TestProcStat(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		comm  string
+		state byte
+		ok    bool
+	}{
+		{"1234 (keepalived) S 1 1234 1234 0 -1", "keepalived", 'S', true},
+		{"1234 (keepalived) Z 1 1234", "keepalived", 'Z', true},
+		{"99 (a (b) c) R 1 2", "a (b) c", 'R', true},
+		{"99 (x y) D 1", "x y", 'D', true},
+		{"99 keepalived S", "", 0, false},
+		{"99 (keepalived)", "", 0, false},
+		{"99 (keepalived)S", "", 0, false},
+		{"", "", 0, false},
+	} {
+		comm, state, ok := ProcStat([]byte(tc.in))
+		if comm != tc.comm || state != tc.state || ok != tc.ok {
+			t.Errorf("ProcStat(%q) = %q, %q, %v; want %q, %q, %v", tc.in, comm, state, ok, tc.comm, tc.state, tc.ok)
+		}
+	}
+}
+
 // TestVIPCheckerRemovesStaleVIPs puts VIPs on an interface in a namespace
 // made for the test, as a keepalived killed with SIGKILL leaves them, and
 // runs the checker there with keepalived reported dead: the VIPs go, the
@@ -72,7 +146,7 @@ func TestVIPCheckerRemovesStaleVIPs(t *testing.T) {
 		b, _ := exec.Command("ip", "-n", ns, "addr", "show", "dev", "eth0").CombinedOutput()
 		return string(b)
 	}
-	run := func(alive bool, d time.Duration) []netip.Prefix {
+	run := func(alive bool, d time.Duration, elsewhere func(netip.Addr, time.Time) bool) []netip.Prefix {
 		var removed []netip.Prefix
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
@@ -84,7 +158,7 @@ func TestVIPCheckerRemovesStaleVIPs(t *testing.T) {
 				return
 			}
 			v := &VIPChecker{Interface: "eth0", VIPs: addrs("192.0.2.5", "2001:db8::5"), Alive: func() bool { return alive },
-				Interval: 20 * time.Millisecond, Confirm: 3,
+				Interval: 20 * time.Millisecond, Confirm: 3, HeldElsewhere: elsewhere, Grace: time.Hour,
 				Removed: func(p netip.Prefix, err error) {
 					if err != nil {
 						t.Errorf("Removing %s: %v", p, err)
@@ -98,12 +172,23 @@ func TestVIPCheckerRemovesStaleVIPs(t *testing.T) {
 		}
 		return removed
 	}
-	if removed := run(true, 300*time.Millisecond); len(removed) != 0 || !strings.Contains(show(), "192.0.2.5/32") {
+	if removed := run(true, 300*time.Millisecond, nil); len(removed) != 0 || !strings.Contains(show(), "192.0.2.5/32") {
 		t.Fatalf("Checker touched the VIPs of a live keepalived: %v\n%s", removed, show())
 	}
-	removed := run(false, time.Second)
-	if len(removed) != 2 {
-		t.Errorf("Removed %v, want both VIPs", removed)
+	// Dead, but nobody else holds the VIPs yet: a connection to them is
+	// still refused here at once, so they stay (Grace is an hour).
+	never := func(netip.Addr, time.Time) bool { return false }
+	if removed := run(false, 300*time.Millisecond, never); len(removed) != 0 || !strings.Contains(show(), "192.0.2.5/32") {
+		t.Fatalf("Checker removed VIPs no other node holds: %v\n%s", removed, show())
+	}
+	// Another node took the IPv4 VIP only.
+	v4 := func(a netip.Addr, _ time.Time) bool { return a == netip.MustParseAddr("192.0.2.5") }
+	if removed := run(false, 300*time.Millisecond, v4); !slices.Equal(removed, []netip.Prefix{netip.MustParsePrefix("192.0.2.5/32")}) {
+		t.Fatalf("Removed %v, want only the VIP held elsewhere\n%s", removed, show())
+	}
+	removed := run(false, time.Second, nil)
+	if len(removed) != 1 || removed[0] != netip.MustParsePrefix("2001:db8::5/128") {
+		t.Errorf("Removed %v, want the IPv6 VIP", removed)
 	}
 	s := show()
 	if strings.Contains(s, "192.0.2.5/32") || strings.Contains(s, "2001:db8::5/128") {
@@ -111,5 +196,52 @@ func TestVIPCheckerRemovesStaleVIPs(t *testing.T) {
 	}
 	if !strings.Contains(s, "198.51.100.11/24") {
 		t.Errorf("The node's own address was removed:\n%s", s)
+	}
+}
+
+func TestHeard(t *testing.T) {
+	own := netip.MustParseAddr("198.51.100.11")
+	h := &Heard{Own: func(a netip.Addr) bool { return a == own }}
+	wake := h.Wake()
+	t0 := time.Unix(1000, 0)
+	adv := func(src string, prio uint8, vips ...string) Observation {
+		return Observation{Source: netip.MustParseAddr(src), Advert: Advert{Version: 3, VRID: 222, Priority: prio, Addresses: addrs(vips...)}}
+	}
+	woken := func() bool {
+		select {
+		case <-wake:
+			return true
+		default:
+			return false
+		}
+	}
+	h.Observe(adv("198.51.100.11", 250, "192.0.2.5"), t0)
+	h.Observe(adv("198.51.100.12", 0, "192.0.2.5"), t0)
+	if woken() {
+		t.Error("woken by our own advert or a resignation")
+	}
+	h.Observe(adv("198.51.100.12", 210, "192.0.2.5"), t0)
+	h.Observe(adv("198.51.100.12", 210, "192.0.2.5"), t0) // coalesced, never blocks
+	if !woken() || woken() {
+		t.Error("want exactly one wake-up after two adverts from another router")
+	}
+	h = &Heard{Own: func(a netip.Addr) bool { return a == own }}
+	h.Observe(adv("198.51.100.11", 250, "192.0.2.5"), t0.Add(time.Second))                // ourselves
+	h.Observe(adv("198.51.100.12", 0, "192.0.2.5"), t0.Add(time.Second))                  // a holder resigning
+	h.Observe(adv("198.51.100.13", 210, "192.0.2.10"), t0.Add(-time.Second))              // before t0
+	h.Observe(adv("198.51.100.13", 210, "2001:db8::5", "192.0.2.9"), t0.Add(time.Second)) // both addresses
+	for _, tc := range []struct {
+		vip  string
+		want bool
+	}{
+		{"192.0.2.5", false},
+		{"192.0.2.10", false},
+		{"2001:db8::5", true},
+		{"192.0.2.9", true},
+		{"192.0.2.77", false},
+	} {
+		if got := h.Since(netip.MustParseAddr(tc.vip), t0); got != tc.want {
+			t.Errorf("Since(%s, t0) = %v, want %v", tc.vip, got, tc.want)
+		}
 	}
 }

@@ -87,6 +87,11 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 			ips = found
 		}
 	}
+	if ips == nil && len(spec.StaticBackends) > 0 {
+		// Before the API, this node's rank among the static backends (the
+		// control plane) gives it a VRRP priority of its own (Assign).
+		ips, _ = lb.OwnAddrs(iface)
+	}
 	// What the host said is held to the Corefile's rules: a host name that
 	// is no Node name must not reach keepalived's router_id.
 	m, err := l.model.WithNode(node, iface, ips)
@@ -179,13 +184,15 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 
 	if _, ok := l.outputs[lb.Keepalived]; ok {
 		defer l.startProbers(ctx, ctl.Model, gate)()
+		var heard *vrrp.Heard
 		if l.guardWindow > 0 {
 			gd := newGuard(ctl.Model.Interface(), l.guardWindow)
 			defer gd.run(ctx)()
 			ctl.Gate = gd.gate
+			heard = &gd.heard
 		}
 		if r := l.reload[lb.Keepalived]; r.method == "pidfile" {
-			defer l.startVIPChecker(ctx, ctl.Model, r.path)()
+			defer l.startVIPChecker(ctx, ctl.Model, r.path, heard)()
 		}
 	}
 	status := &vipStatus{model: ctl.Model, namespace: l.statusNS}
@@ -297,16 +304,22 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 }
 
 // startVIPChecker removes VIPs a dead keepalived left on the interface
-// (only when keepalived's pid file tells whether it runs); the returned func
-// waits for it to stop.
-func (l *LBConfig) startVIPChecker(ctx context.Context, m *cluster.Model, pidfile string) (wait func()) {
+// (only when keepalived's pid file tells whether it runs) once another node
+// advertises them (heard, from the VRRP guard's listener; nil: at once);
+// the returned func waits for it to stop.
+func (l *LBConfig) startVIPChecker(ctx context.Context, m *cluster.Model, pidfile string, heard *vrrp.Heard) (wait func()) {
 	iface := m.Interface()
 	v := &vrrp.VIPChecker{
 		Interface: iface,
 		VIPs:      m.VIPs(),
 		Alive:     vrrp.PidAlive(pidfile, "keepalived"),
-		Interval:  time.Second,
-		Confirm:   3,
+		// Dead for 3 checks 50 ms apart, and gone as soon as a backup has
+		// taken over (~270 ms). A stale VIP on the dead node answers ARP
+		// beside the new holder; removed only after 3 checks 1 s apart,
+		// clients followed it for 1.3 s in 1 of 20 crash rounds (lab). A
+		// check is two small file reads.
+		Interval: 50 * time.Millisecond,
+		Confirm:  3,
 		Removed: func(p netip.Prefix, err error) {
 			if err != nil {
 				log.Errorf("keepalived is not running (%s) but %s is on %s and cannot be removed: %v", pidfile, p, iface, err)
@@ -315,6 +328,9 @@ func (l *LBConfig) startVIPChecker(ctx context.Context, m *cluster.Model, pidfil
 			staleVIPsRemoved.Inc()
 			log.Warningf("keepalived is not running (%s): removed %s it left on %s", pidfile, p, iface)
 		},
+	}
+	if heard != nil {
+		v.HeldElsewhere, v.Wake = heard.Since, heard.Wake()
 	}
 	done := make(chan struct{})
 	go func() {

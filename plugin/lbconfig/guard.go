@@ -28,10 +28,39 @@ type guard struct {
 	// open is set when the listener cannot run (no CAP_NET_RAW, no such
 	// interface): nothing can be detected, so nothing is held back.
 	open atomic.Bool
+	// heard tells the VIP checker when another node holds a VIP.
+	heard vrrp.Heard
+	own   ownAddrs
 }
 
 func newGuard(iface string, window time.Duration) *guard {
-	return &guard{g: vrrp.Guard{Window: window, Expiry: 10 * window}, iface: iface}
+	gd := &guard{g: vrrp.Guard{Window: window, Expiry: 10 * window}, iface: iface}
+	gd.own.iface = iface
+	gd.heard.Own = gd.own.has
+	return gd
+}
+
+// ownAddrs caches the interface's addresses for a second: adverts arrive
+// ten times a second per group, and each would otherwise list them.
+type ownAddrs struct {
+	iface string
+	mu    sync.Mutex
+	at    time.Time
+	addrs []netip.Addr
+}
+
+func (o *ownAddrs) has(a netip.Addr) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if now := time.Now(); now.Sub(o.at) > time.Second {
+		o.addrs, o.at = interfaceAddrs(o.iface), now
+	}
+	for _, x := range o.addrs {
+		if x == a.Unmap() {
+			return true
+		}
+	}
+	return false
 }
 
 // run listens until ctx ends and reports clashes every few seconds; the
@@ -42,7 +71,11 @@ func (gd *guard) run(ctx context.Context) (wait func()) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		l := &vrrp.Listener{Interface: gd.iface, Handle: func(o vrrp.Observation) { gd.g.Observe(o, time.Now()) }}
+		l := &vrrp.Listener{Interface: gd.iface, Handle: func(o vrrp.Observation) {
+			now := time.Now()
+			gd.g.Observe(o, now)
+			gd.heard.Observe(o, now)
+		}}
 		if err := l.Run(ctx); err != nil {
 			log.Warningf("vrrp guard off, cannot listen for other routers: %v", err)
 			gd.open.Store(true)
