@@ -4,6 +4,7 @@ import (
 	"flag"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -274,6 +275,48 @@ func TestRenderOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPodRuntimeSettings: what a real kubelet and containerd showed the
+// pods need (issue 11): no pull at a restart (the registry may need the DNS
+// the pod serves), the log as the termination message, host directories
+// created when missing (nothing else creates the kubeconfig's), and
+// keepalived allowed to lock its memory (vrrp_no_swap).
+func TestPodRuntimeSettings(t *testing.T) {
+	for _, role := range []string{ControlPlane, Worker, Bootstrap} {
+		f := exampleFile(t)
+		f.Role = role
+		var pods int
+		for name, file := range render(t, f) {
+			if !strings.HasPrefix(name, ManifestDir+"/") {
+				continue
+			}
+			p, err := DecodePod(file.Data)
+			if err != nil {
+				t.Fatalf("%s %s: %v", role, name, err)
+			}
+			pods++
+			for _, c := range p.Spec.Containers {
+				if c.ImagePullPolicy != corev1.PullIfNotPresent {
+					t.Errorf("%s %s/%s: imagePullPolicy %q, want IfNotPresent", role, name, c.Name, c.ImagePullPolicy)
+				}
+				if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+					t.Errorf("%s %s/%s: terminationMessagePolicy %q", role, name, c.Name, c.TerminationMessagePolicy)
+				}
+				if c.Name == "keepalived" && !slices.Contains(c.SecurityContext.Capabilities.Add, "IPC_LOCK") {
+					t.Errorf("%s %s: keepalived lacks IPC_LOCK for vrrp_no_swap: %v", role, name, c.SecurityContext.Capabilities.Add)
+				}
+			}
+			for _, v := range p.Spec.Volumes {
+				if v.HostPath != nil && v.HostPath.Path == path.Dir(f.Kubeconfig) && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate) {
+					t.Errorf("%s %s: the kubeconfig directory must be DirectoryOrCreate", role, name)
+				}
+			}
+		}
+		if pods == 0 {
+			t.Errorf("%s: no pods rendered", role)
+		}
 	}
 }
 
