@@ -61,6 +61,10 @@ type File struct {
 	LBPort         uint16
 	HealthPort     uint16
 	IngressService string
+	// IngressHealthURL is the ingress VIP's health check (lbconfig's
+	// health-check ingress): OpenShift's router answers on :1936, an
+	// ingress-nginx controller on :10254/healthz.
+	IngressHealthURL string
 	// NodesService is the Service (NAMESPACE/NAME, deploy/nodes-service.yaml)
 	// whose EndpointSlices give mdnsnodes every node's name instead of the
 	// Nodes: what a large cluster should use.
@@ -105,16 +109,17 @@ var keys = map[string]key{
 		f.NoStatusLeases = !on
 		return nil
 	}},
-	"unicast":        {"true or false", boolean(func(f *File) *bool { return &f.Unicast })},
-	"vrrpVersion":    {"2 or 3", integer(func(f *File) *int { return &f.VRRPVersion })},
-	"advertInterval": {"a duration such as 100ms", duration(func(f *File) *time.Duration { return &f.AdvertInterval })},
-	"routerIDs":      {"{api: ID, ingress: ID or [ID, ...]}", routerIDs},
-	"apiPort":        {"a port", port(func(f *File) *uint16 { return &f.APIPort })},
-	"lbPort":         {"a port", port(func(f *File) *uint16 { return &f.LBPort })},
-	"lbHealthPort":   {"a port", port(func(f *File) *uint16 { return &f.HealthPort })},
-	"ingressService": {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
-	"nodesService":   {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
-	"metricsAddress": {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
+	"unicast":          {"true or false", boolean(func(f *File) *bool { return &f.Unicast })},
+	"vrrpVersion":      {"2 or 3", integer(func(f *File) *int { return &f.VRRPVersion })},
+	"advertInterval":   {"a duration such as 100ms", duration(func(f *File) *time.Duration { return &f.AdvertInterval })},
+	"routerIDs":        {"{api: ID, ingress: ID or [ID, ...]}", routerIDs},
+	"apiPort":          {"a port", port(func(f *File) *uint16 { return &f.APIPort })},
+	"lbPort":           {"a port", port(func(f *File) *uint16 { return &f.LBPort })},
+	"lbHealthPort":     {"a port", port(func(f *File) *uint16 { return &f.HealthPort })},
+	"ingressService":   {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
+	"ingressHealthURL": {"an http(s) URL or none", str(func(f *File) *string { return &f.IngressHealthURL })},
+	"nodesService":     {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
+	"metricsAddress":   {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
 }
 
 // Parse reads a cluster file. Errors say FILE:LINE: KEY: what is wrong, in

@@ -64,6 +64,7 @@ func TestFileRefuses(t *testing.T) {
 		{"router id too large", edit(nil, "routerIDs: {api: 300}"), `c.yaml:11: routerIDs: api: "300" is not a router ID in [0, 255] (0: computed) (want {api: ID, ingress: ID or [ID, ...]})`},
 
 		// The cluster model's rules (internal/cluster), named by key.
+		{"ingress health url without a host", edit(nil, "ingressHealthURL: http:///healthz"), `c.yaml:11: ingressHealthURL: ingress: "http:///healthz" is not an http(s) URL with a host, or none`},
 		{"no cluster", edit(map[string]string{"cluster": ""}), "c.yaml: cluster: missing (see deploy/cluster.example.yaml)"},
 		{"bad cluster", edit(map[string]string{"cluster": "cluster: ocp 4"}), `c.yaml:1: cluster: "ocp 4": at most 63 letters, digits, '-' and '_'`},
 		{"domain with a command", edit(map[string]string{"domain": "domain: $(id).example.com"}), `c.yaml:2: domain: "$(id).example.com": label "$(id)" has '$': only letters, digits and '-' are allowed`},

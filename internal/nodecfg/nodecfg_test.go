@@ -363,6 +363,27 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 }
 
+// TestIngressHealthURL: ingressHealthURL becomes lbconfig's ingress check
+// (for ingress-nginx and others); without it lbconfig's default (OpenShift's
+// router) applies and no line is written.
+func TestIngressHealthURL(t *testing.T) {
+	for _, tc := range []struct {
+		url, want string
+	}{
+		{"http://127.0.0.1:10254/healthz", "        health-check ingress http://127.0.0.1:10254/healthz\n"},
+		{"none", "        health-check ingress none\n"},
+		{"", ""},
+	} {
+		f := exampleFile(t)
+		f.Role = Worker
+		f.IngressHealthURL = tc.url
+		got := string(render(t, f)[LBCorefile].Data)
+		if tc.want == "" && strings.Contains(got, "health-check ingress") || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("ingressHealthURL %q: lbconfig Corefile:\n%s", tc.url, got)
+		}
+	}
+}
+
 // TestStatusLeasesDefault: the status Leases are on, in "infradns", unless
 // the file turns them off.
 func TestStatusLeasesDefault(t *testing.T) {

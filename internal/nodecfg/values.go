@@ -20,6 +20,7 @@ type Values struct {
 	APIServers, Upstreams, Listen                            []string
 	Kubeconfig, KubeconfigDir, MDNSKey                       string
 	StatusLease, IngressService, AdvertInterval, RouterIDs   string
+	IngressHealthURL                                         string
 	NodesService                                             string
 	Unicast                                                  bool
 	VRRPVersion                                              int
@@ -55,9 +56,19 @@ func (f File) Spec() cluster.Spec {
 		VRRP:           cluster.VRRP{Version: f.VRRPVersion, AdvertInterval: f.AdvertInterval, Unicast: f.Unicast},
 		TrackDir:       RunDir + "/track",
 		IngressService: f.IngressService,
+		Health:         f.health(),
 		Node:           f.Node,
 		Interface:      f.Interface,
 	}
+}
+
+// health is the checks the file sets: only the ingress one is a key (the
+// API VIP follows the node's own haproxy).
+func (f File) health() map[string]string {
+	if f.IngressHealthURL == "" {
+		return nil
+	}
+	return map[string]string{cluster.CheckIngress: f.IngressHealthURL}
 }
 
 // Model checks the file's cluster model, the same check lbconfig runs on its
@@ -74,7 +85,13 @@ func (f File) Model() (*cluster.Model, error) {
 	m, err := cluster.New(f.Spec())
 	var e *cluster.Error
 	if errors.As(err, &e) {
-		return nil, f.errorf(e.Keys, "%s", e.Msg)
+		keys := slices.Clone(e.Keys)
+		for i, k := range keys {
+			if k == cluster.KeyHealth {
+				keys[i] = "ingressHealthURL" // the file's only health key
+			}
+		}
+		return nil, f.errorf(keys, "%s", e.Msg)
 	}
 	return m, err
 }
@@ -137,7 +154,7 @@ func (f File) fixed() Values {
 	return Values{
 		Cluster: f.Cluster, Role: f.Role, Interface: f.Interface, Image: f.Image,
 		Kubeconfig: f.Kubeconfig, MDNSKey: f.MDNSKey, StatusLease: f.StatusLease,
-		IngressService: f.IngressService, NodesService: f.NodesService, Unicast: f.Unicast, VRRPVersion: f.VRRPVersion,
+		IngressService: f.IngressService, IngressHealthURL: f.IngressHealthURL, NodesService: f.NodesService, Unicast: f.Unicast, VRRPVersion: f.VRRPVersion,
 		APIPort: f.APIPort, LBPort: f.LBPort, HAHealthPort: f.HealthPort, Listen: f.Listen,
 
 		ConfigDir: ConfigDir, LBDir: LBDir, RunDir: RunDir, TrackDir: RunDir + "/track",
