@@ -146,37 +146,31 @@ func TestAssignSpreads(t *testing.T) {
 }
 
 func TestAssignBootstrap(t *testing.T) {
-	s := spec()
-	s.Node = "bootstrap"
-	s.NodeIPs = ips("198.51.100.10")
-	s.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("198.51.100.10:6443")}
-	m, err := New(s)
-	if err != nil {
-		t.Fatal(err)
+	// Before the API a node ranks by its address among the static backends
+	// (distinct priorities for the control plane); an address that is none
+	// of them ranks 0.
+	backends := func(as ...string) []netip.AddrPort {
+		var out []netip.AddrPort
+		for _, a := range as {
+			out = append(out, netip.MustParseAddrPort(a+":6443"))
+		}
+		return out
 	}
-	as, err := Assign(m, Snapshot{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := describe(as); !slices.Equal(got, []string{"api rank=0 home=true spread=false peers=[]"}) {
-		t.Errorf("Bootstrap assignment = %v", got)
-	}
-	// Three control-plane nodes before the API: each ranks by its address
-	// among the static backends (distinct priorities), an address that is
-	// none of them ranks 0.
-	backends := []netip.AddrPort{netip.MustParseAddrPort("198.51.100.12:6443"), netip.MustParseAddrPort("198.51.100.10:6443"),
-		netip.MustParseAddrPort("198.51.100.11:6443")}
+	three := backends("198.51.100.12", "198.51.100.10", "198.51.100.11")
 	for _, tc := range []struct {
-		ip   string
-		want string
+		name     string
+		ip       string
+		backends []netip.AddrPort
+		want     string
 	}{
-		{"198.51.100.10", "api rank=0 home=true spread=false peers=[]"},
-		{"198.51.100.11", "api rank=1 home=false spread=false peers=[]"},
-		{"198.51.100.12", "api rank=2 home=false spread=false peers=[]"},
-		{"198.51.100.99", "api rank=0 home=true spread=false peers=[]"},
+		{"one bootstrap node", "198.51.100.10", backends("198.51.100.10"), "api rank=0 home=true spread=false peers=[]"},
+		{"first of three", "198.51.100.10", three, "api rank=0 home=true spread=false peers=[]"},
+		{"second of three", "198.51.100.11", three, "api rank=1 home=false spread=false peers=[]"},
+		{"third of three", "198.51.100.12", three, "api rank=2 home=false spread=false peers=[]"},
+		{"not a backend", "198.51.100.99", three, "api rank=0 home=true spread=false peers=[]"},
 	} {
 		s := spec()
-		s.Node, s.NodeIPs, s.StaticBackends = "cp", ips(tc.ip), backends
+		s.Node, s.NodeIPs, s.StaticBackends = "bootstrap", ips(tc.ip), tc.backends
 		m, err := New(s)
 		if err != nil {
 			t.Fatal(err)
@@ -186,7 +180,7 @@ func TestAssignBootstrap(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := describe(as); !slices.Equal(got, []string{tc.want}) {
-			t.Errorf("%s: assignment = %v, want %s", tc.ip, got, tc.want)
+			t.Errorf("%s: assignment = %v, want %s", tc.name, got, tc.want)
 		}
 	}
 	// Without static backends an empty snapshot is an API not read.
