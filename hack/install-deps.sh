@@ -19,6 +19,9 @@ declare -A pkgs=(
   [pkill]=procps
   [taskset]=util-linux
   [promtool]=prometheus
+  [vtysh]=frr
+  [bird]=bird2
+  [nft]=nftables
 )
 
 missing=()

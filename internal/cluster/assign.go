@@ -69,6 +69,15 @@ func Assign(m *Model, s Snapshot) ([]Assignment, error) {
 		eligible[ControlPlane] = []Node{{Name: m.spec.Node, Addresses: m.spec.NodeIPs, ControlPlane: true}}
 		bootRank = staticRank(m.spec.StaticBackends, m.spec.NodeIPs)
 	}
+	// A node being drained (excluded from load balancers) gives its groups
+	// to the others; a group it would leave with nobody keeps it: a label
+	// put on every control-plane node must not take the API VIP away.
+	for h, el := range eligible {
+		kept := slices.DeleteFunc(slices.Clone(el), func(n Node) bool { return n.Excluded })
+		if len(kept) > 0 {
+			eligible[h] = kept
+		}
+	}
 	count := map[Holders]int{}
 	for _, g := range m.groups {
 		count[g.Holders]++

@@ -32,6 +32,14 @@ func model(t *testing.T, node string, ingress ...string) *Model {
 	return m
 }
 
+func exclude(s *Snapshot, names ...string) {
+	for i := range s.Nodes {
+		if slices.Contains(names, s.Nodes[i].Name) {
+			s.Nodes[i].Excluded = true
+		}
+	}
+}
+
 func describe(as []Assignment) []string {
 	var out []string
 	for _, a := range as {
@@ -63,6 +71,19 @@ func TestAssign(t *testing.T) {
 		{name: "router only", node: "worker-1", ingress: []string{"192.0.2.10"},
 			want: []string{"ingress rank=2 home=false spread=false peers=[master-2 worker-0]"}},
 		{name: "unknown node holds nothing", node: "stranger", ingress: []string{"192.0.2.10"}},
+		// exclude-from-external-load-balancers: the drained node gives its
+		// groups to the others, and the others stop counting it as a peer.
+		{name: "drained control-plane node holds nothing", node: "master-0", ingress: []string{"192.0.2.10"},
+			snap: func(s *Snapshot) { exclude(s, "master-0") }},
+		{name: "the others take over from a drained node", node: "master-1", ingress: []string{"192.0.2.10"},
+			snap: func(s *Snapshot) { exclude(s, "master-0") },
+			want: []string{"api rank=0 home=true spread=false peers=[master-2]"}},
+		{name: "a group no one else can hold stays", node: "master-2", ingress: []string{"192.0.2.10"},
+			snap: func(s *Snapshot) {
+				exclude(s, "master-0", "master-1", "master-2")
+				s.IngressNodes = []string{"master-2"}
+			},
+			want: []string{"api rank=2 home=false spread=false peers=[master-0 master-1]", "ingress rank=0 home=true spread=false peers=[]"}},
 		{name: "worker without a router holds nothing", node: "worker-0", ingress: []string{"192.0.2.10"},
 			snap: func(s *Snapshot) { s.IngressNodes = []string{"master-2"} }},
 		// Three groups over the routers master-2, worker-0, worker-1: each

@@ -91,6 +91,9 @@ func (s Spec) check() error {
 	if err := CheckTiming(s.VRRP.Version, s.VRRP.AdvertInterval); err != nil {
 		return errorf([]string{KeyVRRPVersion, KeyAdvertInterval}, "%v", err)
 	}
+	if err := s.checkBGP(); err != nil {
+		return err
+	}
 	if err := CheckPath(s.TrackDir); err != nil {
 		return keyErr(KeyTrackDir, "%v", err)
 	}

@@ -29,6 +29,10 @@ type Node struct {
 	Addresses []netip.Addr
 	// ControlPlane nodes run an apiserver and may hold the API VIP.
 	ControlPlane bool
+	// Excluded: the node carries node.kubernetes.io/exclude-from-external-load-balancers
+	// (an admin draining it): it gives up every VIP group that has another
+	// eligible node.
+	Excluded bool
 }
 
 // Snapshot is the cluster state one render is made from.

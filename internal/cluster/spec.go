@@ -28,7 +28,11 @@ type Spec struct {
 	APIPort, LBPort, HealthPort uint16
 	// StaticBackends serve the API before it can be asked (bootstrap).
 	StaticBackends []netip.AddrPort
-	VRRP           VRRP
+	// Mode is ModeVRRP (default) or ModeBGP; BGP holds BGP mode's
+	// settings.
+	Mode string
+	VRRP VRRP
+	BGP  BGP
 	// TrackDir holds the health files keepalived watches.
 	TrackDir string
 	// IngressService ("NAMESPACE/NAME") marks, by its ready endpoints, the
@@ -125,6 +129,10 @@ func (s Spec) withDefaults() Spec {
 	}
 	s.VRRP.Version = cmp.Or(s.VRRP.Version, DefaultVRRPVersion)
 	s.VRRP.AdvertInterval = cmp.Or(s.VRRP.AdvertInterval, DefaultAdvertInterval)
+	s.Mode = cmp.Or(s.Mode, ModeVRRP)
+	if s.Mode == ModeBGP {
+		s.BGP = s.BGP.withDefaults()
+	}
 	s.TrackDir = cmp.Or(s.TrackDir, DefaultTrackDir)
 	s.IngressService = cmp.Or(s.IngressService, DefaultIngressService)
 	s.Domain = strings.ToLower(strings.TrimSuffix(s.Domain, "."))
@@ -154,6 +162,7 @@ func (m *Model) Spec() Spec {
 	s.NodeIPs = slices.Clone(s.NodeIPs)
 	s.StaticBackends = slices.Clone(s.StaticBackends)
 	s.RouterIDs.Ingress = slices.Clone(s.RouterIDs.Ingress)
+	s.BGP.Peers = slices.Clone(s.BGP.Peers)
 	s.Health = map[string]string{}
 	for k, v := range m.spec.Health {
 		s.Health[k] = v
@@ -176,6 +185,9 @@ func (m *Model) Groups() []Group {
 func (m *Model) VIPs() []netip.Addr {
 	return slices.Concat(m.spec.APIVIPs, m.spec.IngressVIPs)
 }
+
+// Mode is how the VIPs reach the network: ModeVRRP or ModeBGP.
+func (m *Model) Mode() string { return m.spec.Mode }
 
 // Name is the cluster name.
 func (m *Model) Name() string { return m.spec.Name }

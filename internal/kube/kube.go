@@ -390,6 +390,11 @@ func (l listers) snapshot() cluster.Snapshot {
 // Control-plane role labels: the current one and the one OpenShift still sets.
 var controlPlaneLabels = []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"}
 
+// LabelExcludeFromLB is Kubernetes' well-known label for a node that must
+// not receive load-balanced traffic (what an admin sets to drain one): such
+// a node gives up its VIPs (cluster.Node.Excluded).
+const LabelExcludeFromLB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
 // ToNode cuts a Node down to what the render needs: its InternalIP
 // addresses and whether it is in the control plane. Values that fail the
 // checks of toNode are left out silently; the watcher reports them.
@@ -412,6 +417,7 @@ func toNode(n *corev1.Node, drop func(Drop)) (cluster.Node, bool) {
 			out.ControlPlane = true
 		}
 	}
+	_, out.Excluded = n.Labels[LabelExcludeFromLB]
 	for _, a := range n.Status.Addresses {
 		if a.Type != corev1.NodeInternalIP {
 			continue

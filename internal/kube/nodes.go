@@ -170,7 +170,7 @@ func (s *nodeStore) Nodes() []cluster.Node {
 }
 
 func sameNode(a, b cluster.Node) bool {
-	return a.Name == b.Name && a.ControlPlane == b.ControlPlane && slices.Equal(a.Addresses, b.Addresses)
+	return a.Name == b.Name && a.ControlPlane == b.ControlPlane && a.Excluded == b.Excluded && slices.Equal(a.Addresses, b.Addresses)
 }
 
 // trimNode keeps what toNode reads: the name, the control-plane labels and

@@ -27,7 +27,18 @@ type Plan struct {
 	// Instances are this node's VRRP instances; a node not eligible for a
 	// VIP has none for it (a worker has no API instance).
 	Instances []Instance
-	HAProxy   HAProxy
+	// Groups are the VIP groups this node may hold or announce now (Assign),
+	// in the model's order; in BGP mode there are no Instances, and these
+	// say what to announce once their checks pass.
+	Groups  []HeldGroup
+	HAProxy HAProxy
+}
+
+// HeldGroup is a VIP group this node is eligible for.
+type HeldGroup struct {
+	Name  string
+	Check string
+	VIPs  []netip.Addr
 }
 
 // TrackFile is a keepalived vrrp_track_file: one per VIP group.
@@ -133,6 +144,12 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 
 	for _, a := range assigned {
 		g := a.Group
+		if len(g.VIPs) > 0 {
+			d.Groups = append(d.Groups, HeldGroup{Name: g.Name, Check: g.Check, VIPs: slices.Clone(g.VIPs)})
+		}
+		if m.Mode() == cluster.ModeBGP {
+			continue // no VRRP instance and no track file: announced, not held
+		}
 		track := TrackFile{Name: spec.Name + "_" + g.Name, Path: TrackPath(m, g.Name), Hold: a.Spread && !a.Home}
 		d.TrackFiles = append(d.TrackFiles, track)
 		for _, vip := range g.VIPs {

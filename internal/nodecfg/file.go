@@ -72,6 +72,9 @@ type File struct {
 	// MetricsAddress is where the metrics endpoints listen (loopback when
 	// not set).
 	MetricsAddress netip.Addr
+	// VIPMode is vrrp (default) or bgp; BGP is the bgp section.
+	VIPMode string
+	BGP     BGPFile
 
 	// lines maps each key the file sets to its line.
 	lines map[string]int
@@ -120,6 +123,8 @@ var keys = map[string]key{
 	"ingressHealthURL": {"an http(s) URL or none", str(func(f *File) *string { return &f.IngressHealthURL })},
 	"nodesService":     {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
 	"metricsAddress":   {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
+	"vipMode":          {"vrrp or bgp", str(func(f *File) *string { return &f.VIPMode })},
+	"bgp":              {"{asn: ASN, peers: [{address: ADDRESS, asn: ASN}], ...}", bgpSection},
 }
 
 // Parse reads a cluster file. Errors say FILE:LINE: KEY: what is wrong, in
@@ -162,6 +167,11 @@ func Parse(name string, b []byte) (File, error) {
 			continue // "key:" with nothing: the default
 		}
 		if err := spec.set(&f, v); err != nil {
+			// A section (bgp) points inside itself.
+			var le *lineError
+			if errors.As(err, &le) {
+				return File{}, fmt.Errorf("%s:%d: %s: %s: %v", name, le.line, k.Value, strings.Join(le.path, ": "), le.err)
+			}
 			return File{}, fmt.Errorf("%s:%d: %s: %v (want %s)", name, v.Line, k.Value, err, spec.want)
 		}
 	}

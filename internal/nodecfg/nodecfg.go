@@ -68,7 +68,10 @@ type Output struct {
 
 // Pods are the manifests a role runs, by template name.
 func (v Values) pods() []string {
-	p := []string{"coredns", "keepalived", "lbconfig", "mdns-publisher"}
+	p := []string{"coredns", "lbconfig", "mdns-publisher"}
+	if v.LB {
+		p = append(p, "keepalived")
+	}
 	if v.HAProxy {
 		p = append(p, "haproxy")
 	}

@@ -27,6 +27,10 @@ type Values struct {
 	APIPort, LBPort, HAHealthPort                            uint16
 	// LB: this node runs keepalived; HAProxy: and the API load balancer.
 	LB, HAProxy bool
+	// BGP: the VIPs are announced over BGP (no keepalived); BGPOptions
+	// are lbconfig's Corefile lines for it.
+	BGP        bool
+	BGPOptions []string
 	// Spread: several ingress VIPs per family, answered shuffled.
 	Spread bool
 
@@ -59,6 +63,8 @@ func (f File) Spec() cluster.Spec {
 		Health:         f.health(),
 		Node:           f.Node,
 		Interface:      f.Interface,
+		Mode:           f.VIPMode,
+		BGP:            f.BGP.For(f.Node),
 	}
 }
 
@@ -74,6 +80,9 @@ func (f File) health() map[string]string {
 // Model checks the file's cluster model, the same check lbconfig runs on its
 // Corefile options. Errors name the file, the line and the key.
 func (f File) Model() (*cluster.Model, error) {
+	if f.VIPMode != cluster.ModeBGP && f.Has("bgp") {
+		return nil, f.errorf([]string{"bgp"}, "set, but vipMode is not bgp")
+	}
 	for _, k := range []string{"cluster", "domain", "apiVIPs", "interface"} {
 		if !f.Has(k) {
 			return nil, f.errorf([]string{k}, "missing (see deploy/cluster.example.yaml)")
@@ -86,12 +95,21 @@ func (f File) Model() (*cluster.Model, error) {
 	var e *cluster.Error
 	if errors.As(err, &e) {
 		keys := slices.Clone(e.Keys)
+		msg := e.Msg
 		for i, k := range keys {
-			if k == cluster.KeyHealth {
+			switch {
+			case k == cluster.KeyHealth:
 				keys[i] = "ingressHealthURL" // the file's only health key
+			case strings.HasPrefix(k, "bgp."):
+				// The section's line; the key within it in the message.
+				keys[i] = "bgp"
+				if i == 0 {
+					msg = strings.TrimPrefix(k, "bgp.") + ": " + msg
+				}
 			}
 		}
-		return nil, f.errorf(keys, "%s", e.Msg)
+		keys = slices.Compact(keys)
+		return nil, f.errorf(keys, "%s", msg)
 	}
 	return m, err
 }
@@ -118,6 +136,15 @@ func (f File) Values() (Values, error) {
 	}
 	v.VIPs = append(slices.Clone(v.APIVIPs), v.IngressVIPs...)
 	v.Spread = cluster.IngressGroups(spec.IngressVIPs) > 1
+	if spec.Mode == cluster.ModeBGP {
+		v.BGP, v.LB = true, false
+		for _, p := range spec.BGP.Peers {
+			if p.Password != "" && !corefileWord(p.Password) {
+				return Values{}, f.errorf([]string{"bgp"}, "peer %s: the password may not hold spaces, quotes, backslashes, braces or '#'", p.Address)
+			}
+		}
+		v.BGPOptions = bgpOptions(spec.BGP)
+	}
 	if v.HAProxy {
 		for _, ap := range f.APIServers {
 			if ap.Port() == 0 {

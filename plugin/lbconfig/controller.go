@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infradns/infradns/internal/bgp"
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/lb"
@@ -43,6 +44,15 @@ func (l *LBConfig) Start() error {
 	if err := os.MkdirAll(l.model.Spec().TrackDir, 0o755); err != nil {
 		return fmt.Errorf("track-dir: %w", err)
 	}
+	if ctl.Model.Mode() == cluster.ModeBGP {
+		// Before the old instance of a reload stops: the speaker and its
+		// sessions carry over (acquireAnnouncer).
+		ann, err := acquireAnnouncer(ctl.Model.Spec().BGP)
+		if err != nil {
+			return fmt.Errorf("bgp: %w", err)
+		}
+		l.ann.Store(ann)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	l.done = make(chan struct{})
@@ -63,6 +73,9 @@ func (l *LBConfig) Stop() {
 	l.cancel()
 	<-l.done
 	l.cancel = nil
+	if l.ann.Swap(nil) != nil {
+		releaseAnnouncer()
+	}
 }
 
 // build makes the controller for this node, and the claim gate its plans
@@ -77,6 +90,12 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 		}
 		node = strings.ToLower(h)
 	}
+	bgpMode := spec.Mode == cluster.ModeBGP
+	if bgpMode && (iface == "" || iface == "auto") {
+		// The VIPs are local routes on lo, announced over BGP: no VRRP
+		// interface to find.
+		iface = "lo"
+	}
 	if iface == "" || iface == "auto" {
 		name, found, err := lb.InterfaceFor(spec.APIVIPs[0])
 		if err != nil {
@@ -87,7 +106,7 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 			ips = found
 		}
 	}
-	if ips == nil && len(spec.StaticBackends) > 0 {
+	if ips == nil && len(spec.StaticBackends) > 0 && !bgpMode {
 		// Before the API, this node's rank among the static backends (the
 		// control plane) gives it a VRRP priority of its own (Assign).
 		ips, _ = lb.OwnAddrs(iface)
@@ -151,8 +170,13 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 		Outputs:   outs,
 		Log:       log,
 		Hooks: lb.Hooks{
-			Refused:  func(error) { refusedCount.Inc() },
-			Planned:  func(p lb.Plan) { gate.Update(p, time.Now()) },
+			Refused: func(error) { refusedCount.Inc() },
+			Planned: func(p lb.Plan) {
+				gate.Update(p, time.Now())
+				if ann := l.announcer(); ann != nil {
+					ann.SetGroups(bgpGroups(p))
+				}
+			},
 			Rendered: func() { rendersCount.Inc() },
 			Invalid:  func(k lb.Kind, _ error) { validationFailures.WithLabelValues(string(k)).Inc() },
 			Written:  func(k lb.Kind) { writesCount.WithLabelValues(string(k)).Inc() },
@@ -182,8 +206,11 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	}
 	defer release()
 
+	if ann := l.announcer(); ann != nil {
+		defer l.startProbers(ctx, ctl.Model, nil, ann)()
+	}
 	if _, ok := l.outputs[lb.Keepalived]; ok {
-		defer l.startProbers(ctx, ctl.Model, gate)()
+		defer l.startProbers(ctx, ctl.Model, gate, nil)()
 		var heard *vrrp.Heard
 		if l.guardWindow > 0 {
 			gd := newGuard(ctl.Model.Interface(), l.guardWindow)
@@ -275,28 +302,50 @@ func retryLoop(ctx context.Context, f func() (done bool, err error)) {
 	}
 }
 
-// startProbers keeps the track files of the VIP groups in step with their
-// health checks, one prober per check (api, ingress) writing the files of
-// every group it gates; they stop with ctx, and the returned func waits for
-// them.
-func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.ClaimGate) (wait func()) {
+// startProbers keeps the VIP groups in step with their health checks, one
+// prober per check (api, ingress): with VRRP (gate set) it writes the track
+// files of every group the check gates, in BGP mode (ann set) it feeds the
+// verdicts to the announcer, which withdraws at once. They stop with ctx,
+// and the returned func waits for them.
+func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.ClaimGate, ann *bgp.Announcer) (wait func()) {
 	var wg sync.WaitGroup
 	for _, check := range []string{cluster.CheckAPI, cluster.CheckIngress} {
 		url := m.HealthURL(check)
 		var paths []string
+		gated := false
 		for _, g := range m.Groups() {
 			if g.Check == check && len(g.VIPs) > 0 {
-				paths = append(paths, lb.TrackPath(m, g.Name))
+				gated = true
+				if gate != nil {
+					paths = append(paths, lb.TrackPath(m, g.Name))
+				}
 			}
 		}
-		if len(paths) == 0 || url == cluster.HealthNone {
+		if !gated {
 			continue
 		}
-		p := &lb.Prober{URL: url, Paths: paths, Interval: lb.DefaultProbeInterval, Rise: 2, Fall: 2, Open: gate.Open,
+		if url == cluster.HealthNone {
+			if ann != nil {
+				// No check of ours: eligible is enough to announce.
+				ann.SetHealth(check, true)
+			}
+			continue
+		}
+		what := strings.Join(paths, " ")
+		if ann != nil {
+			what = "announcements"
+		}
+		p := &lb.Prober{URL: url, Paths: paths, Interval: lb.DefaultProbeInterval, Rise: 2, Fall: 2,
 			Changed: func(ok bool) {
-				log.Infof("%s health %s: %s", check, map[bool]string{true: "ok", false: "failing"}[ok], strings.Join(paths, " "))
+				log.Infof("%s health %s: %s", check, map[bool]string{true: "ok", false: "failing"}[ok], what)
+				if ann != nil {
+					ann.SetHealth(check, ok)
+				}
 			},
 			WriteFailed: func(err error) { log.Warningf("%s health: %v", check, err) },
+		}
+		if gate != nil {
+			p.Open = gate.Open
 		}
 		wg.Go(func() { _ = p.Run(ctx) })
 	}

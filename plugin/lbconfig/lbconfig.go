@@ -11,6 +11,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/infradns/infradns/internal/bgp"
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/lb"
@@ -44,7 +45,12 @@ type LBConfig struct {
 	watcher atomic.Pointer[kube.Watcher]
 	// applied is set after the first successful apply (static mode's readiness).
 	applied atomic.Bool
+	// ann is the BGP announcer (vip-mode bgp), from Start to Stop; atomic
+	// because Stop holds mu while the controller's hooks still read it.
+	ann atomic.Pointer[bgp.Announcer]
 }
+
+func (l *LBConfig) announcer() *bgp.Announcer { return l.ann.Load() }
 
 type output struct {
 	path     string

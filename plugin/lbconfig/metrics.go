@@ -75,3 +75,18 @@ var (
 		Help:      "Time of the last snapshot whose files were all valid, written and reloaded.",
 	})
 )
+
+var (
+	bgpSessionUp = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "bgp_session_up",
+		Help:      "Whether the BGP session with a peer is established (1) or not (0), by peer (vip-mode bgp, embedded speaker).",
+	}, []string{"peer"})
+	bgpAnnounced = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "bgp_announced",
+		Help:      "Whether this node announces the VIP's host route (1) or not (0), by vip (vip-mode bgp).",
+	}, []string{"vip"})
+)

@@ -67,6 +67,12 @@ var optionOf = map[string]string{
 	cluster.KeyNode:           "node",
 	cluster.KeyInterface:      "interface",
 	cluster.KeyNodeIPs:        "node-ip",
+	cluster.KeyVIPMode:        "vip-mode",
+	cluster.KeyBGPASN:         "bgp-asn",
+	cluster.KeyBGPRouterID:    "bgp-router-id",
+	cluster.KeyBGPSpeaker:     "bgp-speaker",
+	cluster.KeyBGPTable:       "bgp-speaker",
+	cluster.KeyBGPPeers:       "bgp-peer",
 }
 
 // usedIn is the instance storage key that remembers the server block
@@ -89,6 +95,17 @@ type parsing struct {
 	spec cluster.Spec
 	once directive.Once
 	line int // the directive's own line
+	// peerLine is the line of the last bgp-peer (each is used once per
+	// address, so once has them under "bgp-peer ADDRESS").
+	peerLine int
+}
+
+// lineOf is the line an option was given on (0: not given).
+func (p *parsing) lineOf(opt string) int {
+	if opt == "bgp-peer" {
+		return p.peerLine
+	}
+	return p.once.Line(opt)
 }
 
 func parse(c *caddy.Controller) (*LBConfig, error) {
@@ -123,8 +140,17 @@ func (p *parsing) finish() (*LBConfig, error) {
 		return nil, p.errAt(p.line, "the 'cluster NAME' option is required")
 	case len(s.APIVIPs) == 0:
 		return nil, p.errAt(p.line, "the 'api-vip ADDRESS...' option is required")
-	case l.outputs[lb.Keepalived].path == "" && l.outputs[lb.HAProxyCfg].path == "":
+	case s.Mode == cluster.ModeBGP && l.outputs[lb.Keepalived].path != "":
+		return nil, p.errAt(p.once.Line("keepalived"), "vip-mode bgp announces the VIPs over BGP; keepalived would hold them with VRRP: a VIP is one or the other (drop 'keepalived' or 'vip-mode bgp')")
+	case s.Mode != cluster.ModeBGP && l.outputs[lb.Keepalived].path == "" && l.outputs[lb.HAProxyCfg].path == "":
 		return nil, p.errAt(p.line, "at least one of 'keepalived OUTPUT' and 'haproxy OUTPUT' is required")
+	}
+	if s.Mode != cluster.ModeBGP {
+		for _, o := range []string{"bgp-asn", "bgp-router-id", "bgp-speaker", "bgp-peer"} {
+			if line := p.lineOf(o); line != 0 {
+				return nil, p.errAt(line, "%s is a setting of vip-mode bgp, and this block has no 'vip-mode bgp'", o)
+			}
+		}
 	}
 	ka, ha := l.outputs[lb.Keepalived], l.outputs[lb.HAProxyCfg]
 	if ka.path != "" && ka.path == ha.path {
@@ -147,7 +173,7 @@ func (p *parsing) finish() (*LBConfig, error) {
 		// broke a rule the others had kept.
 		line := 0
 		for _, o := range opts {
-			line = max(line, p.once.Line(o))
+			line = max(line, p.lineOf(o))
 		}
 		if line == 0 { // defaults broke the rule: point at the block
 			line = p.line
@@ -169,8 +195,8 @@ func (p *parsing) option() error {
 	opt := c.Val()
 	args := c.RemainingArgs()
 	key := opt
-	if (opt == "reload" || opt == "health-check") && len(args) > 0 {
-		key = opt + " " + args[0] // one of each kind
+	if (opt == "reload" || opt == "health-check" || opt == "bgp-peer") && len(args) > 0 {
+		key = opt + " " + args[0] // one of each kind, one per peer
 	}
 	if err := p.once.UseAs(c, key); err != nil {
 		return err
@@ -363,6 +389,49 @@ func (p *parsing) option() error {
 		v, err := one()
 		p.spec.TrackDir = v
 		return err
+	case "vip-mode":
+		v, err := one()
+		p.spec.Mode = v
+		return err
+	case "bgp-asn":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		n, err := parseASN(v)
+		if err != nil {
+			return c.Errf("bgp-asn: %v", err)
+		}
+		p.spec.BGP.ASN = n
+	case "bgp-router-id":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return c.Errf("bgp-router-id: %q is not an IPv4 address", v)
+		}
+		p.spec.BGP.RouterID = a
+	case "bgp-speaker":
+		if len(args) < 1 || len(args) > 2 || (args[0] != cluster.SpeakerTable && len(args) != 1) {
+			return c.Errf("bgp-speaker needs embedded, or table [ID]")
+		}
+		p.spec.BGP.Speaker = args[0]
+		if len(args) == 2 {
+			n, err := strconv.Atoi(args[1])
+			if err != nil {
+				return c.Errf("bgp-speaker table %q: want a routing table number in [1, 252]", args[1])
+			}
+			p.spec.BGP.Table = n
+		}
+	case "bgp-peer":
+		peer, err := parseBGPPeer(c, args)
+		if err != nil {
+			return err
+		}
+		p.peerLine = c.Line()
+		p.spec.BGP.Peers = append(p.spec.BGP.Peers, peer)
 	default:
 		return c.Errf("unknown property '%s'", opt)
 	}

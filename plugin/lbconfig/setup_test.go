@@ -3,6 +3,7 @@ package lbconfig
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/nodecfg"
 )
 
 func TestParse(t *testing.T) {
@@ -93,6 +95,35 @@ func TestParse(t *testing.T) {
 				t.Errorf("Timing/ids = %v %+v", s.VRRP.AdvertInterval, g)
 			}
 		}},
+		{name: "bgp", input: `lbconfig {
+			cluster ocp4
+			api-vip 10.91.100.1 fd00:91:100::1
+			haproxy /etc/haproxy/haproxy.cfg
+			vip-mode bgp
+			bgp-asn 64513
+			bgp-router-id 10.91.1.2
+			bgp-peer 10.91.1.1 64512 password s3cret hold 3s keepalive 1s bfd 50ms 4
+			bgp-peer fd00:91:1::1 4200000000 port 1179 bfd off
+		}`, check: func(t *testing.T, l *LBConfig) {
+			b := l.model.Spec().BGP
+			if l.model.Mode() != cluster.ModeBGP || b.ASN != 64513 || b.RouterID.String() != "10.91.1.2" || b.Speaker != cluster.SpeakerEmbedded || len(b.Peers) != 2 {
+				t.Fatalf("BGP = %+v", b)
+			}
+			p, q := b.Peers[0], b.Peers[1]
+			if p.ASN != 64512 || p.Password != "s3cret" || p.HoldTime != 3*time.Second || p.Keepalive != time.Second ||
+				p.BFD.Interval != 50*time.Millisecond || p.BFD.Multiplier != 4 || p.Port != 179 {
+				t.Errorf("peer 1 = %+v", p)
+			}
+			if q.ASN != 4200000000 || q.Port != 1179 || !q.BFD.Off || q.HoldTime != 9*time.Second {
+				t.Errorf("peer 2 = %+v", q)
+			}
+		}},
+		{name: "bgp table hand-off on a worker (no output)", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\ningress-vip 192.0.2.6\nvip-mode bgp\nbgp-speaker table 200\n}",
+			check: func(t *testing.T, l *LBConfig) {
+				if b := l.model.Spec().BGP; b.Speaker != cluster.SpeakerTable || b.Table != 200 {
+					t.Errorf("BGP = %+v", b)
+				}
+			}},
 		{name: "reload and health-check once per kind", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nreload keepalived none\nreload haproxy none\nhealth-check api none\nhealth-check ingress none\n}"},
 		{name: "v2 with whole seconds", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nvrrp-version 2\nadvert-interval 1s\n}"},
 		{name: "three ingress vips per family", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\ningress-vip 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10\nrouter-ids 0 0 40\n}",
@@ -126,6 +157,10 @@ func TestParse(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	block := func(lines ...string) string {
 		return "lbconfig {\n    cluster ocp4\n    api-vip 192.0.2.5\n    keepalived /etc/keepalived/keepalived.conf\n    " +
+			strings.Join(lines, "\n    ") + "\n}"
+	}
+	bgpBlock := func(lines ...string) string {
+		return "lbconfig {\n    cluster ocp4\n    api-vip 192.0.2.5\n    haproxy /etc/haproxy/haproxy.cfg\n    " +
 			strings.Join(lines, "\n    ") + "\n}"
 	}
 	const at = "Testfile:5 - Error during parsing: "
@@ -182,6 +217,22 @@ func TestParseRefuses(t *testing.T) {
 		{"interface too long", block("interface abcdefghijklmnop"), at + "interface: \"abcdefghijklmnop\" is not an interface name (at most 15 letters, digits, '_', '.', '@', '-')"},
 		{"interface with a quote", block(`interface "eth\"0"`), at + "interface: \"eth\\\"0\" is not an interface name (at most 15 letters, digits, '_', '.', '@', '-')"},
 		{"node with a brace", block(`node "a b}"`), at + "node: \"a b}\" is not a Node name: lower-case letters, digits, '-' and '.' (RFC 1123)"},
+		{"bgp with keepalived", block("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512"), "Testfile:4 - Error during parsing: vip-mode bgp announces the VIPs over BGP; keepalived would hold them with VRRP: a VIP is one or the other (drop 'keepalived' or 'vip-mode bgp')"},
+		{"bgp setting without bgp mode", block("bgp-asn 64513"), at + "bgp-asn is a setting of vip-mode bgp, and this block has no 'vip-mode bgp'"},
+		{"bgp peer without bgp mode", block("bgp-peer 10.0.0.1 64512"), at + "bgp-peer is a setting of vip-mode bgp, and this block has no 'vip-mode bgp'"},
+		{"unknown vip mode", bgpBlock("vip-mode ospf"), "Testfile:5 - Error during parsing: vip-mode: \"ospf\": want vrrp or bgp"},
+		{"bgp without peers", bgpBlock("vip-mode bgp", "bgp-asn 64513"), at + "bgp-peer, vip-mode: BGP mode needs at least one peer (the ToR) to announce the VIPs to"},
+		{"bgp asn not a number", bgpBlock("vip-mode bgp", "bgp-asn AS64513"), "Testfile:6 - Error during parsing: bgp-asn: AS number \"AS64513\": want a number in [1, 4294967294]"},
+		{"bgp asn AS_TRANS", bgpBlock("vip-mode bgp", "bgp-asn 23456", "bgp-peer 10.0.0.1 64512"), "Testfile:6 - Error during parsing: bgp-asn: 23456 is AS_TRANS (RFC 6793), not an AS number a speaker may use"},
+		{"bgp peer not an address", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer tor-1 64512"), "Testfile:7 - Error during parsing: bgp-peer: \"tor-1\" is not an IP address"},
+		{"bgp peer twice", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512", "bgp-peer 10.0.0.1 64512"), "Testfile:8 - Error during parsing: bgp-peer 10.0.0.1: used more than once (first on line 7)"},
+		{"bgp peer unknown setting", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 ttl 2"), "Testfile:7 - Error during parsing: bgp-peer 10.0.0.1: unknown setting \"ttl\" (port, password, hold, keepalive, bfd)"},
+		{"bgp bfd out of range", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 bfd 1ms 3"), "Testfile:7 - Error during parsing: bgp-peer: peer 10.0.0.1: BFD interval 1ms: want whole milliseconds in [10ms, 1m]"},
+		{"bgp bfd without a multiplier", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 bfd 100ms"), "Testfile:7 - Error during parsing: bgp-peer 10.0.0.1: bfd needs a value"},
+		{"bgp hold below 3s", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 hold 1s"), "Testfile:7 - Error during parsing: bgp-peer: peer 10.0.0.1: hold time 1s: want [3s, 65535s] (RFC 4271)"},
+		{"bgp v6 peer for a v4 vip", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer fd00::1 64512"), "Testfile:7 - Error during parsing: api-vip, bgp-peer: 192.0.2.5 has no v4 peer to be announced to"},
+		{"bgp table out of range", bgpBlock("vip-mode bgp", "bgp-speaker table 255"), "Testfile:6 - Error during parsing: bgp-speaker: 255: want a routing table in [1, 252] (253-255 are the kernel's)"},
+		{"bgp table with peers", bgpBlock("vip-mode bgp", "bgp-speaker table", "bgp-peer 10.0.0.1 64512"), "Testfile:7 - Error during parsing: bgp-peer, bgp-speaker: speaker table hands the routes to the site's own speaker, which has the peers: leave peers out"},
 		{"kubeconfig relative", block("kubeconfig kube/config"), at + "kubeconfig: \"kube/config\" must be a clean absolute path of letters, digits and ._/+@-"},
 	}
 	for _, tc := range tests {
@@ -194,5 +245,53 @@ func TestParseRefuses(t *testing.T) {
 				t.Errorf("Err =\n  %s\nwant\n  %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRenderedBGPCorefile: what render-node writes for a BGP cluster is a
+// block this plugin accepts, with the node's settings.
+func TestRenderedBGPCorefile(t *testing.T) {
+	file := `cluster: ocp4
+domain: ocp4.example.com
+apiVIPs: [192.0.2.5]
+ingressVIPs: [192.0.2.10]
+interface: ens3
+image: quay.io/infradns/infradns:v0.1.0
+kubeconfig: /etc/kubernetes/infradns/kubeconfig
+apiServers: [198.51.100.11]
+role: control-plane
+node: master-0
+vipMode: bgp
+bgp:
+  asn: 64513
+  peers: [{address: 198.51.100.1, asn: 64512, password: s3cret, bfd: {interval: 50ms, multiplier: 4}}]
+`
+	f, err := nodecfg.Parse("c.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := nodecfg.Render(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(outs, func(o nodecfg.Output) bool { return o.Path == nodecfg.LBCorefile })
+	if i < 0 {
+		t.Fatal("no lbconfig Corefile rendered")
+	}
+	core := string(outs[i].Data)
+	start := strings.Index(core, "lbconfig {")
+	end := strings.Index(core[start:], "\n    }")
+	l, err := parse(caddy.NewTestController("dns", core[start:start+end+6]))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, core)
+	}
+	b := l.model.Spec().BGP
+	if l.model.Mode() != cluster.ModeBGP || b.ASN != 64513 || len(b.Peers) != 1 || b.Peers[0].Password != "s3cret" ||
+		b.Peers[0].BFD.Interval != 50*time.Millisecond || b.Peers[0].BFD.Multiplier != 4 || l.outputs[lb.Keepalived].path != "" {
+		t.Errorf("parsed %+v, outputs %+v", b, l.outputs)
 	}
 }

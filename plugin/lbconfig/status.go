@@ -60,6 +60,12 @@ func (v *vipStatus) vips() []vipInfo {
 }
 
 func (v *vipStatus) run(ctx context.Context) {
+	if v.model.Mode() == cluster.ModeBGP {
+		// Every eligible node announces the VIPs at once: there is no one
+		// holder for a Lease to name. bgp_announced and bgp_session_up
+		// say what this node announces.
+		return
+	}
 	vips := v.vips()
 	all := make([]netip.Addr, len(vips))
 	for i, x := range vips {

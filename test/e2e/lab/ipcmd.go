@@ -40,3 +40,8 @@ func nsSysctl(ns string, optional bool, kvs ...string) error {
 	}
 	return ipCmd(append(args, kvs...)...)
 }
+
+// nsStdin runs argv inside namespace ns with stdin.
+func nsStdin(ns, stdin string, argv ...string) error {
+	return runIP(stdin, append([]string{"netns", "exec", ns}, argv...)...)
+}

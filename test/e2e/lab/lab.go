@@ -64,6 +64,10 @@ type Config struct {
 	// Client adds a namespace named "client" on the same bridge that is not a
 	// cluster node (Lab.Client).
 	Client bool
+	// Routed gives every node and client a subnet of its own behind the
+	// switch namespace, which routes between them (a ToR) instead of
+	// bridging them: see RoutedSubnet4.
+	Routed bool
 	// TeardownGrace is how long teardown waits between SIGTERM and SIGKILL
 	// (default 3 s). Daemons with a drain delay, such as CoreDNS's health
 	// lameduck, use all of it; a lab that does not need graceful exits can set
@@ -79,6 +83,7 @@ type Lab struct {
 	sw     string // switch namespace
 	logDir string
 	grace  time.Duration
+	routed bool
 
 	mu      sync.Mutex
 	nodes   []*Node
@@ -125,6 +130,7 @@ func New(t testing.TB, cfg Config) *Lab {
 		owner:  fmt.Sprintf("%s-%d", cfg.Prefix, pid),
 		logDir: t.TempDir(),
 		grace:  cfg.TeardownGrace,
+		routed: cfg.Routed,
 	}
 	if l.grace <= 0 {
 		l.grace = defaultTeardownGrace
@@ -233,6 +239,21 @@ func (l *Lab) setupSwitch() error {
 	if err := ipCmd("netns", "add", l.sw); err != nil {
 		return err
 	}
+	if l.routed {
+		if err := ipBatch(l.sw, "link set lo up"); err != nil {
+			return err
+		}
+		// The L4 hash spreads one client's connections over every next hop
+		// of an ECMP route; the default (L3) sends them all to one.
+		return nsSysctl(l.sw, false,
+			"net.ipv4.ip_forward=1",
+			"net.ipv6.conf.all.forwarding=1",
+			"net.ipv4.fib_multipath_hash_policy=1",
+			"net.ipv6.fib_multipath_hash_policy=1",
+			"net.ipv6.conf.all.accept_dad=0",
+			"net.ipv6.conf.default.accept_dad=0",
+		)
+	}
 	if err := ipBatch(l.sw,
 		"link set lo up",
 		"link add br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0",
@@ -292,6 +313,14 @@ func (l *Lab) addHost(name string, client bool) (*Node, error) {
 		port:   port,
 		lab:    l,
 	}
+	if l.routed {
+		sub := l.nextIdx + 1 // node i: subnet i+1
+		if client {
+			sub = firstRoutedClient + len(l.clients)
+		}
+		n.IPv4, n.Gateway4 = routedAddr4(sub, 2), routedAddr4(sub, 1)
+		n.IPv6, n.Gateway6 = routedAddr6(sub, 2), routedAddr6(sub, 1)
+	}
 	// Registered before it exists so that Close deletes a half-built node too.
 	if client {
 		l.clients = append(l.clients, n)
@@ -310,6 +339,9 @@ func (l *Lab) addHost(name string, client bool) (*Node, error) {
 
 func (n *Node) setup() error {
 	sw := n.lab.sw
+	if n.lab.routed {
+		return n.setupRouted()
+	}
 	if err := ipCmd("netns", "add", n.NS); err != nil {
 		return err
 	}

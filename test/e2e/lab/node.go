@@ -30,6 +30,9 @@ type Node struct {
 	IPv4   netip.Addr       // address on eth0, /24
 	IPv6   netip.Addr       // address on eth0, /64
 	MAC    net.HardwareAddr // fixed MAC of eth0
+	// Gateway4 and Gateway6 are the switch namespace's addresses on the
+	// node's link in a routed lab (its default routes); zero on a bridge.
+	Gateway4, Gateway6 netip.Addr
 
 	port string // its veth in the switch namespace
 	lab  *Lab

@@ -1,0 +1,188 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func pfx(s ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, x := range s {
+		out = append(out, Host(netip.MustParseAddr(x)))
+	}
+	return out
+}
+
+var (
+	apiGroup = Group{Name: "api", Check: "api", VIPs: []netip.Addr{netip.MustParseAddr("10.91.100.1"), netip.MustParseAddr("fd00:91:100::1")}}
+	ingress  = Group{Name: "ingress", Check: "ingress", VIPs: []netip.Addr{netip.MustParseAddr("10.91.100.2")}}
+)
+
+func TestStateRoutes(t *testing.T) {
+	tests := []struct {
+		name      string
+		state     State
+		routes    []netip.Prefix
+		localVIPs []netip.Prefix
+	}{
+		{"nothing known", State{}, nil, nil},
+		{"eligible, check not known yet", State{Groups: []Group{apiGroup}}, nil, pfx("10.91.100.1", "fd00:91:100::1")},
+		{"eligible and healthy", State{Groups: []Group{apiGroup}, Healthy: map[string]bool{"api": true}},
+			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "fd00:91:100::1")},
+		{"one check failing", State{Groups: []Group{ingress, apiGroup}, Healthy: map[string]bool{"api": true, "ingress": false}},
+			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "10.91.100.2", "fd00:91:100::1")},
+		{"healthy but not eligible", State{Groups: []Group{ingress}, Healthy: map[string]bool{"api": true}}, nil, pfx("10.91.100.2")},
+		{"draining", State{Groups: []Group{apiGroup}, Healthy: map[string]bool{"api": true}, Draining: true}, nil, pfx("10.91.100.1", "fd00:91:100::1")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.state.Routes(); !slices.Equal(got, tc.routes) {
+				t.Errorf("Routes = %v, want %v", got, tc.routes)
+			}
+			if got := tc.state.Local(); !slices.Equal(got, tc.localVIPs) {
+				t.Errorf("Local = %v, want %v", got, tc.localVIPs)
+			}
+		})
+	}
+}
+
+// events records, in order, what the speaker and the local VIPs were told.
+type events struct {
+	mu  sync.Mutex
+	log []string
+	// fail makes the next n announces fail.
+	fail int
+}
+
+func (e *events) add(s string) {
+	e.mu.Lock()
+	e.log = append(e.log, s)
+	e.mu.Unlock()
+}
+
+func (e *events) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.log, "; ")
+}
+
+type fakeSpeaker struct{ *events }
+
+func (f fakeSpeaker) Announce(_ context.Context, r []netip.Prefix) error {
+	f.mu.Lock()
+	if f.fail > 0 {
+		f.fail--
+		f.mu.Unlock()
+		return errors.New("no session")
+	}
+	f.mu.Unlock()
+	f.add(fmt.Sprint("announce ", r))
+	return nil
+}
+func (f fakeSpeaker) Sessions() []Session           { return nil }
+func (f fakeSpeaker) Close(_ context.Context) error { f.add("close"); return nil }
+
+type fakeLocal struct{ *events }
+
+func (f fakeLocal) Hold(v []netip.Prefix) error { f.add(fmt.Sprint("hold ", v)); return nil }
+
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)    {}
+func (quiet) Warningf(string, ...any) {}
+func (quiet) Errorf(string, ...any)   {}
+
+// TestAnnouncerOrder: a VIP is held before it is announced, withdrawn a
+// drain before it is let go, and a stop withdraws, drains, lets go and
+// closes, in that order.
+func TestAnnouncerOrder(t *testing.T) {
+	ev := &events{}
+	a := NewAnnouncer(fakeSpeaker{ev}, fakeLocal{ev}, quiet{})
+	a.Drain = 50 * time.Millisecond
+	now := time.Unix(1000, 0)
+	ctx := context.Background()
+	step := func(d time.Duration) time.Duration { now = now.Add(d); return a.apply(ctx, now) }
+
+	a.SetGroups([]Group{ingress})
+	step(0)
+	a.SetHealth("ingress", true)
+	step(0)
+	want := "hold [10.91.100.2/32]; announce []; announce [10.91.100.2/32]"
+	if got := ev.String(); got != want {
+		t.Fatalf("bring-up:\n got %s\nwant %s", got, want)
+	}
+
+	ev.log = nil
+	a.SetGroups(nil) // the router moved away
+	next := step(0)
+	if got := ev.String(); got != "announce []" || next != 50*time.Millisecond {
+		t.Fatalf("leaving: got %q, look again in %v; want the withdraw alone and 50ms", got, next)
+	}
+	ev.log = nil
+	step(20 * time.Millisecond)
+	if got := ev.String(); got != "" {
+		t.Fatalf("within the drain: %q, want nothing", got)
+	}
+	step(40 * time.Millisecond)
+	if got := ev.String(); got != "hold []" {
+		t.Fatalf("after the drain: %q, want the VIP let go", got)
+	}
+
+	// Back, with a failing announce: retried, and the VIP held meanwhile.
+	ev.log = nil
+	ev.fail = 1
+	a.SetGroups([]Group{ingress})
+	if next := step(0); next != retryInterval {
+		t.Fatalf("failed announce: look again in %v, want %v", next, retryInterval)
+	}
+	step(retryInterval)
+	if got := ev.String(); got != "hold [10.91.100.2/32]; announce [10.91.100.2/32]" {
+		t.Fatalf("retry: %q", got)
+	}
+
+	ev.log = nil
+	a.goodbye(time.Second)
+	if got := ev.String(); got != "announce []; hold []; close" {
+		t.Fatalf("goodbye: %q", got)
+	}
+}
+
+// TestAnnouncerHealth: a failing check withdraws at once and keeps the VIP
+// held; passing again re-announces.
+func TestAnnouncerHealth(t *testing.T) {
+	ev := &events{}
+	a := NewAnnouncer(fakeSpeaker{ev}, fakeLocal{ev}, quiet{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx, time.Second) }()
+	a.SetGroups([]Group{apiGroup})
+	a.SetHealth("api", true)
+	waitRoutes(t, a, pfx("10.91.100.1", "fd00:91:100::1"))
+	a.SetHealth("api", false)
+	waitRoutes(t, a, nil)
+	a.SetHealth("api", true)
+	waitRoutes(t, a, pfx("10.91.100.1", "fd00:91:100::1"))
+	cancel()
+	<-done
+	if got := ev.String(); strings.Count(got, "hold") != 2 || !strings.HasSuffix(got, "announce []; hold []; close") {
+		t.Errorf("events: %s\nwant one hold while healthy or not, and the goodbye", got)
+	}
+}
+
+func waitRoutes(t *testing.T, a *Announcer, want []netip.Prefix) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if slices.Equal(a.Routes(), want) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("routes %v, want %v", a.Routes(), want)
+}

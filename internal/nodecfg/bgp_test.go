@@ -1,0 +1,117 @@
+package nodecfg
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const bgpExample = `vipMode: bgp
+bgp:
+  asn: 64513
+  peers:
+  - address: 192.0.2.1
+    asn: 64512
+  - {address: "2001:db8::1", asn: 64512, bfd: {interval: 50ms, multiplier: 4}}
+  nodes:
+    worker-7:
+      asn: 64514
+      routerID: 198.51.100.77
+      peers: [{address: 203.0.113.1, asn: 64600, holdTime: 30s, password: s3cret, bfd: false}, {address: "2001:db8:2::1", asn: 64600}]
+    worker-8:
+      peers: [{address: 203.0.113.1, asn: 64600}, {address: "2001:db8:2::1", asn: 64600}]`
+
+func bgpFile(t *testing.T, role, node string) File {
+	t.Helper()
+	f, err := Parse("c.yaml", []byte(edit(map[string]string{"role": "role: " + role}, "node: "+node, bgpExample)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestRenderBGP: in BGP mode no node runs keepalived; lbconfig gets the
+// node's BGP settings (a node's overrides replacing the shared ones) and only
+// the capability it needs.
+func TestRenderBGP(t *testing.T) {
+	for _, tc := range []struct {
+		role, node string
+		want       []string
+	}{
+		{ControlPlane, "master-0", []string{"vip-mode bgp", "bgp-asn 64513",
+			"bgp-peer 192.0.2.1 64512 port 179 hold 9s keepalive 3s bfd 100ms 3",
+			"bgp-peer 2001:db8::1 64512 port 179 hold 9s keepalive 3s bfd 50ms 4"}},
+		{Worker, "worker-8", []string{"vip-mode bgp", "bgp-asn 64513",
+			"bgp-peer 203.0.113.1 64600 port 179 hold 9s keepalive 3s bfd 100ms 3",
+			"bgp-peer 2001:db8:2::1 64600 port 179 hold 9s keepalive 3s bfd 100ms 3"}},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			got := render(t, bgpFile(t, tc.role, tc.node))
+			if _, ok := got[ManifestDir+"/infradns-keepalived.yaml"]; ok {
+				t.Error("keepalived rendered in BGP mode")
+			}
+			core := string(got[LBCorefile].Data)
+			var lines []string
+			for _, l := range strings.Split(core, "\n") {
+				if l = strings.TrimSpace(l); strings.HasPrefix(l, "vip-mode") || strings.HasPrefix(l, "bgp-") {
+					lines = append(lines, l)
+				}
+				if strings.HasPrefix(l, "keepalived ") || strings.HasPrefix(l, "reload keepalived") {
+					t.Errorf("lbconfig Corefile has %q in BGP mode", l)
+				}
+			}
+			if !slices.Equal(lines, tc.want) {
+				t.Errorf("BGP lines:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(tc.want, "\n"))
+			}
+			p, err := DecodePod(got[ManifestDir+"/infradns-lbconfig.yaml"].Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if caps := p.Spec.Containers[0].SecurityContext.Capabilities.Add; !slices.Equal(caps, []corev1.Capability{"NET_ADMIN"}) || p.Spec.HostPID {
+				t.Errorf("lbconfig: caps %v, hostPID %v; want [NET_ADMIN] and no host PIDs", caps, p.Spec.HostPID)
+			}
+		})
+	}
+	// Overrides: ASN, router ID, peers with a password and no BFD.
+	f := bgpFile(t, Worker, "worker-7")
+	core := string(render(t, f)[LBCorefile].Data)
+	for _, want := range []string{"bgp-asn 64514", "bgp-router-id 198.51.100.77", "bgp-peer 203.0.113.1 64600 port 179 hold 30s keepalive 10s password s3cret bfd off"} {
+		if !strings.Contains(core, "        "+want+"\n") {
+			t.Errorf("worker-7: no %q in\n%s", want, core)
+		}
+	}
+}
+
+// TestBGPFileRefuses: every bgp section render-node refuses, with FILE:LINE
+// of the value at fault.
+func TestBGPFileRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		add  []string
+		want string
+	}{
+		{"bgp without bgp mode", []string{"bgp: {asn: 64513}"}, "c.yaml:11: bgp: set, but vipMode is not bgp"},
+		{"unknown mode", []string{"vipMode: ecmp"}, `c.yaml:11: vipMode: "ecmp": want vrrp or bgp`},
+		{"asn not a number", []string{"vipMode: bgp", "bgp:", "  asn: AS64513"}, `c.yaml:13: bgp: asn: "AS64513" is not an AS number in [1, 4294967294]`},
+		{"unknown key", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  neighbours: []"}, `c.yaml:14: bgp: neighbours: unknown key "neighbours": asn, routerID, speaker, table, peers or nodes`},
+		{"peer not an address", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - address: tor-1", "    asn: 64512"}, `c.yaml:15: bgp: peers: peer 1: address: "tor-1" is not an IP address`},
+		{"peer without address", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - asn: 64512"}, `c.yaml:15: bgp: peers: peer 1: address is missing`},
+		{"peer bfd key", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - {address: 192.0.2.1, asn: 64512, bfd: {rate: 1}}"}, `c.yaml:15: bgp: peers: peer 1: bfd: rate: unknown key "rate": interval or multiplier (bfd: false turns it off)`},
+		{"no peers", []string{"vipMode: bgp", "bgp:", "  asn: 64513"}, `c.yaml:12: bgp, vipMode: peers: BGP mode needs at least one peer (the ToR) to announce the VIPs to`},
+		{"AS_TRANS", []string{"vipMode: bgp", "bgp:", "  asn: 23456", "  peers: [{address: 192.0.2.1, asn: 64512}, {address: '2001:db8::1', asn: 64512}]"}, `c.yaml:12: bgp: asn: 23456 is AS_TRANS (RFC 6793), not an AS number a speaker may use`},
+		{"password with a space", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers: [{address: 192.0.2.1, asn: 64512, password: 'a b'}, {address: '2001:db8::1', asn: 64512}]"}, `c.yaml:12: bgp: peer 192.0.2.1: the password may not hold spaces, quotes, backslashes, braces or '#'`},
+		{"node override of a bad name", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  nodes:", "    Worker_1: {asn: 64514}"}, `c.yaml:15: bgp: nodes: Worker_1: "Worker_1" is not a Node name: lower-case letters, digits, '-' and '.' (RFC 1123)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse("c.yaml", []byte(edit(nil, tc.add...)))
+			if err == nil {
+				_, err = f.Values()
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("err = %v\nwant   %s", err, tc.want)
+			}
+		})
+	}
+}

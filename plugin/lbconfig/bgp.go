@@ -1,0 +1,220 @@
+package lbconfig
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coredns/caddy"
+
+	"github.com/infradns/infradns/internal/bgp"
+	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/lb"
+)
+
+// goodbyeLimit bounds a stop's withdraw, drain and session close.
+const goodbyeLimit = 5 * time.Second
+
+// One announcer per process, shared across Corefile reloads: during a
+// reload the new lbconfig starts before the old one stops, and a speaker of
+// its own would collide with the old one's sessions (the peer keeps the
+// established one) and the old one's stop would withdraw what the new one
+// announces. The last instance started feeds it; the last one stopped says
+// goodbye (withdraw, drain, close).
+var shared struct {
+	sync.Mutex
+	key    string
+	ann    *bgp.Announcer
+	refs   int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// acquireAnnouncer returns the process's announcer for these settings,
+// starting it or switching it to a new speaker when they changed.
+func acquireAnnouncer(cfg cluster.BGP) (*bgp.Announcer, error) {
+	shared.Lock()
+	defer shared.Unlock()
+	key := fmt.Sprintf("%+v", cfg)
+	if shared.ann != nil && shared.key == key {
+		shared.refs++
+		return shared.ann, nil
+	}
+	sp, err := newSpeaker(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if shared.ann != nil {
+		// New settings: the old speaker withdraws and closes, the new one
+		// announces what the announcer holds.
+		log.Infof("BGP settings changed: replacing the speaker")
+		shared.ann.SetSpeaker(sp)
+		shared.key = key
+		shared.refs++
+		return shared.ann, nil
+	}
+	ann := bgp.NewAnnouncer(sp, bgp.LocalRoutes{}, log)
+	ann.Announced = announcedMetric
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ann.Run(ctx, goodbyeLimit)
+	}()
+	shared.key, shared.ann, shared.refs, shared.cancel, shared.done = key, ann, 1, cancel, done
+	return ann, nil
+}
+
+// releaseAnnouncer drops one reference; the last one says goodbye and
+// returns once the routes are withdrawn, drained and the sessions closed.
+func releaseAnnouncer() {
+	shared.Lock()
+	shared.refs--
+	if shared.refs > 0 {
+		shared.Unlock()
+		return
+	}
+	cancel, done := shared.cancel, shared.done
+	shared.ann, shared.key, shared.cancel, shared.done = nil, "", nil, nil
+	shared.Unlock()
+	cancel()
+	<-done
+}
+
+func newSpeaker(cfg cluster.BGP) (bgp.Speaker, error) {
+	if cfg.Speaker == cluster.SpeakerTable {
+		return bgp.Table{ID: cfg.Table}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, err := bgp.NewEmbedded(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range cfg.Peers {
+		bgpSessionUp.WithLabelValues(p.Address.String()).Set(0)
+	}
+	e.Changed = func() {
+		for _, s := range e.Sessions() {
+			v := 0.0
+			if s.Up {
+				v = 1
+			}
+			bgpSessionUp.WithLabelValues(s.Peer.String()).Set(v)
+		}
+	}
+	return e, nil
+}
+
+var announcedMu sync.Mutex
+var announcedNow = map[netip.Prefix]bool{}
+
+func announcedMetric(routes []netip.Prefix) {
+	announcedMu.Lock()
+	defer announcedMu.Unlock()
+	for p := range announcedNow {
+		announcedNow[p] = false
+	}
+	for _, p := range routes {
+		announcedNow[p] = true
+	}
+	for p, on := range announcedNow {
+		v := 0.0
+		if on {
+			v = 1
+		}
+		bgpAnnounced.WithLabelValues(p.Addr().String()).Set(v)
+	}
+}
+
+// bgpGroups are a plan's groups as the announcer takes them.
+func bgpGroups(p lb.Plan) []bgp.Group {
+	out := make([]bgp.Group, 0, len(p.Groups))
+	for _, g := range p.Groups {
+		out = append(out, bgp.Group{Name: g.Name, Check: g.Check, VIPs: g.VIPs})
+	}
+	return out
+}
+
+// parseBGPPeer reads `bgp-peer ADDRESS ASN [port N] [password SECRET]
+// [hold DURATION] [keepalive DURATION] [bfd off|INTERVAL MULTIPLIER]`.
+func parseBGPPeer(c *caddy.Controller, args []string) (cluster.BGPPeer, error) {
+	if len(args) < 2 {
+		return cluster.BGPPeer{}, c.Errf("bgp-peer needs ADDRESS ASN [port N] [password SECRET] [hold DURATION] [keepalive DURATION] [bfd off|INTERVAL MULTIPLIER]")
+	}
+	var p cluster.BGPPeer
+	a, err := netip.ParseAddr(args[0])
+	if err != nil || a.Zone() != "" {
+		return p, c.Errf("bgp-peer: %q is not an IP address", args[0])
+	}
+	p.Address = a.Unmap()
+	if p.ASN, err = parseASN(args[1]); err != nil {
+		return p, c.Errf("bgp-peer %s: %v", args[0], err)
+	}
+	rest := args[2:]
+	seen := map[string]bool{}
+	for len(rest) > 0 {
+		k := rest[0]
+		if seen[k] {
+			return p, c.Errf("bgp-peer %s: %s given twice", args[0], k)
+		}
+		seen[k] = true
+		need := 1
+		if k == "bfd" && len(rest) > 1 && rest[1] != "off" {
+			need = 2
+		}
+		if len(rest) < 1+need {
+			return p, c.Errf("bgp-peer %s: %s needs a value", args[0], k)
+		}
+		v := rest[1 : 1+need]
+		rest = rest[1+need:]
+		switch k {
+		case "port":
+			n, err := strconv.ParseUint(v[0], 10, 16)
+			if err != nil || n == 0 {
+				return p, c.Errf("bgp-peer %s: port must be in [1, 65535]: %q", args[0], v[0])
+			}
+			p.Port = uint16(n)
+		case "password":
+			p.Password = v[0]
+		case "hold", "keepalive":
+			d, err := time.ParseDuration(v[0])
+			if err != nil {
+				return p, c.Errf("bgp-peer %s: %s: %v", args[0], k, err)
+			}
+			if k == "hold" {
+				p.HoldTime = d
+			} else {
+				p.Keepalive = d
+			}
+		case "bfd":
+			if v[0] == "off" {
+				p.BFD.Off = true
+				continue
+			}
+			d, err := time.ParseDuration(v[0])
+			if err != nil {
+				return p, c.Errf("bgp-peer %s: bfd interval: %v", args[0], err)
+			}
+			m, err := strconv.Atoi(v[1])
+			if err != nil {
+				return p, c.Errf("bgp-peer %s: bfd multiplier %q: want a number", args[0], v[1])
+			}
+			p.BFD.Interval, p.BFD.Multiplier = d, m
+		default:
+			return p, c.Errf("bgp-peer %s: unknown setting %q (port, password, hold, keepalive, bfd)", args[0], k)
+		}
+	}
+	return p, nil
+}
+
+func parseASN(s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("AS number %q: want a number in [1, 4294967294]", s)
+	}
+	return uint32(n), nil
+}

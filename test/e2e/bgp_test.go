@@ -1,0 +1,497 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/test/e2e/lab"
+)
+
+// The BGP lab: three nodes in subnets of their own behind a ToR namespace
+// that routes between them and a client subnet. Each node runs bin/coredns
+// with lbconfig in vip-mode bgp (the embedded GoBGP speaker, or the kernel
+// table hand-off to an FRR on the node), the haproxy lbconfig configures and
+// a fake apiserver behind it; the ToR is FRR (bgpd + bfdd) or BIRD, and
+// spreads the API VIP over every node that announces it (ECMP). The client
+// opens a new TLS connection to the VIP every 20 ms.
+const (
+	bgpCluster = "bgplab"
+	bgpToRASN  = 64512
+	// Bounds for what is asserted; the figures are logged. The lab shares 2
+	// cores with other work.
+	bgpRouteBound = 10 * time.Second
+	bgpBFDBound   = time.Second
+)
+
+var bgpVIP = netip.MustParseAddr("10.91.100.1")
+
+type bgpNode struct {
+	n                *lab.Node
+	dir              string
+	asn              uint32
+	table            bool // hands its routes to an FRR on the node
+	coredns, haproxy *lab.Process
+}
+
+type bgpLab struct {
+	t       *testing.T
+	lab     *lab.Lab
+	tor     *lab.ToR
+	nodes   []*bgpNode
+	client  *lab.Process
+	fakeapi string
+}
+
+func (b *bgpLab) haConf(i int) string { return filepath.Join(b.nodes[i].dir, "haproxy.cfg") }
+func (b *bgpLab) haSock(i int) string { return filepath.Join(b.nodes[i].dir, "haproxy-master.sock") }
+
+// startBGPLab brings up the routed lab with the given ToR and returns once
+// the ToR has a next hop for the VIP through every node and the client is
+// served. tableNode >= 0 makes that node hand its routes to an FRR of its
+// own through kernel table 198 instead of speaking BGP itself.
+func startBGPLab(t *testing.T, tor string, tableNode int) *bgpLab {
+	t.Helper()
+	fakeapi := vrrpBuildFakeAPI(t)
+	l := lab.New(t, lab.Config{Prefix: "bgp" + tor, Nodes: 3, Client: true, Routed: true, TeardownGrace: 2 * time.Second})
+	b := &bgpLab{t: t, lab: l, fakeapi: fakeapi}
+	cfg := lab.ToRConfig{ASN: bgpToRASN, BFD: true}
+	base := t.TempDir()
+	for i, n := range l.Nodes() {
+		bn := &bgpNode{n: n, dir: filepath.Join(base, n.Name), asn: uint32(64513 + i), table: i == tableNode}
+		b.nodes = append(b.nodes, bn)
+		if err := os.MkdirAll(filepath.Join(bn.dir, "track"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Peers = append(cfg.Peers, lab.ToRPeer{Addr: n.IPv4, ASN: bn.asn})
+	}
+	start := time.Now()
+	var err error
+	switch tor {
+	case "frr":
+		b.tor, err = l.StartFRR(cfg)
+	case "bird":
+		b.tor, err = l.StartBIRD(cfg)
+	}
+	if err != nil {
+		t.Fatalf("ToR %s: %v", tor, err)
+	}
+	t.Logf("ToR %s up in %d ms", tor, time.Since(start).Milliseconds())
+	for i := range b.nodes {
+		if b.nodes[i].table {
+			b.startNodeFRR(i)
+		}
+		b.startNode(i)
+	}
+	b.waitNextHops("every node announces the VIP", 3)
+	t.Logf("3 next hops at the ToR %d ms after the lab was up", time.Since(start).Milliseconds())
+	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(bgpVIP, vrrpLBPort))
+	b.client = l.Client().Start("probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms"})
+	b.waitClient("client first served", time.Now())
+	return b
+}
+
+// startNode starts node i's fake apiserver, its lbconfig and, once lbconfig
+// has written it, its haproxy.
+func (b *bgpLab) startNode(i int) {
+	t, bn := b.t, b.nodes[i]
+	n := bn.n
+	n.Start("fakeapi", []string{b.fakeapi, "serve", "-name", n.Name, "-listen", netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String()})
+	b.startCoreDNS(i)
+	lab.Eventually(t, 30*time.Second, 50*time.Millisecond, "lbconfig wrote haproxy.cfg on "+n.Name, func() error {
+		if err := running(bn.coredns); err != nil {
+			return err
+		}
+		_, err := os.Stat(b.haConf(i))
+		return err
+	})
+	b.startHAProxy(i)
+}
+
+// startCoreDNS starts node i's lbconfig. Its only backend is the node's own
+// fake apiserver, so a response names the node the ToR sent it to.
+func (b *bgpLab) startCoreDNS(i int) {
+	bn := b.nodes[i]
+	speaker := fmt.Sprintf("bgp-asn %d\n        bgp-peer %s %d hold 3s keepalive 1s", bn.asn, bn.n.Gateway4, bgpToRASN)
+	if bn.table {
+		speaker = "bgp-speaker table 198"
+	}
+	conf := fmt.Sprintf(`.:1053 {
+    lbconfig {
+        cluster %s
+        node %s
+        api-vip %s
+        backends %s
+        lb-port %d
+        health-port %d
+        haproxy %s
+        reload haproxy socket %s
+        track-dir %s
+        vip-mode bgp
+        %s
+    }
+    prometheus 127.0.0.1:9155
+    whoami
+}
+`, bgpCluster, bn.n.Name, bgpVIP, netip.AddrPortFrom(bn.n.IPv4, vrrpAPIPort), vrrpLBPort, vrrpHealthPort,
+		b.haConf(i), b.haSock(i), filepath.Join(bn.dir, "track"), speaker)
+	bn.coredns = startCorefile(b.t, bn.n, bn.dir, conf)
+}
+
+func (b *bgpLab) startHAProxy(i int) {
+	bn := b.nodes[i]
+	_ = os.Remove(b.haSock(i))
+	bn.haproxy = bn.n.Start("haproxy", []string{"haproxy", "-W", "-db", "-f", b.haConf(i), "-S", b.haSock(i)})
+}
+
+// startNodeFRR runs FRR on node i as a site's own speaker would: it
+// imports kernel table 198 (where lbconfig puts the healthy VIP routes)
+// and redistributes it to the ToR, with origin IGP like every other
+// node's speaker (a different origin would cost the node its ECMP share).
+func (b *bgpLab) startNodeFRR(i int) {
+	bn := b.nodes[i]
+	conf := fmt.Sprintf(`frr defaults datacenter
+no zebra nexthop kernel enable
+ip import-table 198
+bfd
+ profile fast
+  transmit-interval 100
+  receive-interval 100
+  detect-multiplier 3
+ exit
+exit
+route-map VIP permit 10
+ set origin igp
+exit
+router bgp %d
+ bgp router-id %s
+ no bgp ebgp-requires-policy
+ neighbor %s remote-as %d
+ neighbor %s timers 1 3
+ neighbor %s timers connect 1
+ neighbor %s bfd profile fast
+ address-family ipv4 unicast
+  redistribute table 198 route-map VIP
+ exit-address-family
+exit
+`, bn.asn, bn.n.IPv4, bn.n.Gateway4, bgpToRASN, bn.n.Gateway4, bn.n.Gateway4, bn.n.Gateway4)
+	if err := bn.n.StartFRR(conf); err != nil {
+		b.t.Fatalf("FRR on %s: %v", bn.n.Name, err)
+	}
+}
+
+func (b *bgpLab) nextHops() []netip.Addr {
+	hs, err := b.tor.NextHops(bgpPrefix())
+	if err != nil {
+		b.t.Fatalf("next hops: %v", err)
+	}
+	return hs
+}
+
+func bgpPrefix() netip.Prefix { return netip.PrefixFrom(bgpVIP, 32) }
+
+func (b *bgpLab) waitNextHops(what string, n int) []netip.Addr {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bgpRouteBound*3)
+	defer cancel()
+	hs, err := b.tor.WaitNextHops(ctx, bgpPrefix(), n)
+	if err != nil {
+		b.dump()
+		b.t.Fatalf("%s: want %d next hops: %v (now %v)", what, n, err, b.nextHops())
+	}
+	return hs
+}
+
+func (b *bgpLab) dump() {
+	b.t.Logf("ToR:\n%s", b.tor.Show("summary"))
+	for _, bn := range b.nodes {
+		if bn.coredns != nil {
+			b.t.Logf("%s coredns:\n%s", bn.n.Name, lab.Tail(bn.coredns.LogPath, 15))
+		}
+	}
+}
+
+// bgpProbe is one client request: when, whether it was served, by which node.
+type bgpProbe struct {
+	start, end time.Time
+	ok         bool
+	node       string
+}
+
+func (b *bgpLab) probes() []bgpProbe {
+	var out []bgpProbe
+	for _, line := range strings.Split(b.client.Log(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		s, err1 := strconv.ParseInt(f[0], 10, 64)
+		e, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		p := bgpProbe{start: time.Unix(0, s), end: time.Unix(0, e), ok: f[2] == "ok"}
+		if p.ok && len(f) > 3 {
+			p.node = f[3][strings.LastIndex(f[3], "_")+1:] // "hello_from_NODE"
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// waitClient waits for vrrpSteadyOK successes in a row after the last
+// failure since from, and reports the requests since from.
+func (b *bgpLab) waitClient(what string, from time.Time) vrrpClientStats {
+	b.t.Helper()
+	var st vrrpClientStats
+	lab.Eventually(b.t, vrrpClientBound, 50*time.Millisecond, what, func() error {
+		if b.client.Exited() {
+			return fmt.Errorf("client exited: %v\n%s", b.client.Err(), lab.Tail(b.client.LogPath, 10))
+		}
+		st = vrrpClientStats{}
+		var rs []bgpProbe
+		for _, p := range b.probes() {
+			if !p.start.Before(from) {
+				rs = append(rs, p)
+			}
+		}
+		st.requests = len(rs)
+		last := -1
+		for i, p := range rs {
+			if !p.ok {
+				st.failed, last = st.failed+1, i
+			}
+		}
+		if len(rs)-last-1 < vrrpSteadyOK {
+			return fmt.Errorf("%d requests, %d failed, %d ok since the last failure", len(rs), st.failed, len(rs)-last-1)
+		}
+		if last >= 0 {
+			st.outage = rs[last+1].end.Sub(from)
+			// Every request started after the last failed one was served:
+			// from here on the fault costs no new connection anything.
+			st.slowStart = rs[last].start.Sub(from)
+		}
+		return nil
+	})
+	return st
+}
+
+// spread is how many requests each node served since from.
+func (b *bgpLab) spread(from time.Time) map[string]int {
+	m := map[string]int{}
+	for _, p := range b.probes() {
+		if p.ok && !p.start.Before(from) {
+			m[p.node]++
+		}
+	}
+	return m
+}
+
+// waitDrop polls the ToR every 5 ms until the VIP has n next hops; it
+// returns how long after from that was.
+func (b *bgpLab) waitDrop(what string, from time.Time, n int) time.Duration {
+	b.t.Helper()
+	b.waitNextHops(what, n)
+	return time.Since(from)
+}
+
+// bgpFault is one kind of failure of one node, undone by restore.
+type bgpFault struct {
+	name    string
+	do      func(i int)
+	restore func(i int)
+	// graceful: no request may fail.
+	graceful bool
+	// bound on the time to the route's withdrawal at the ToR (0: none).
+	dropBound time.Duration
+}
+
+func (b *bgpLab) faults() []bgpFault {
+	return []bgpFault{
+		{name: "kill -9 the speaker (lbconfig)", dropBound: bgpBFDBound,
+			do: func(i int) {
+				if err := b.nodes[i].coredns.Kill(); err != nil {
+					b.t.Fatal(err)
+				}
+			},
+			restore: func(i int) { b.startCoreDNS(i) }},
+		{name: "silent link failure (nft drop, carrier up)", dropBound: bgpBFDBound,
+			do: func(i int) {
+				if err := b.nodes[i].n.Blackhole(); err != nil {
+					b.t.Fatal(err)
+				}
+			},
+			restore: func(i int) {
+				if err := b.nodes[i].n.Unblackhole(); err != nil {
+					b.t.Fatal(err)
+				}
+			}},
+		{name: "haproxy killed (health)", dropBound: bgpBFDBound,
+			do: func(i int) {
+				if err := b.nodes[i].haproxy.Kill(); err != nil {
+					b.t.Fatal(err)
+				}
+			},
+			restore: func(i int) { b.startHAProxy(i) }},
+		{name: "SIGTERM lbconfig (graceful)", graceful: true, dropBound: bgpBFDBound,
+			do: func(i int) {
+				if err := b.nodes[i].coredns.Signal(syscall.SIGTERM); err != nil {
+					b.t.Fatal(err)
+				}
+			},
+			restore: func(i int) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = b.nodes[i].coredns.Wait(ctx)
+				b.startCoreDNS(i)
+			}},
+	}
+}
+
+// bgpRounds is how many rounds of each fault the lab runs: 2 by default,
+// INFRADNS_BGP_ROUNDS for the figures (5 or more).
+func bgpRounds(t *testing.T) int {
+	if s := os.Getenv("INFRADNS_BGP_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("INFRADNS_BGP_ROUNDS=%q: want a positive number", s)
+		}
+		return n
+	}
+	return 2
+}
+
+// run runs rounds of fault f, each on the next node, and logs the figures.
+func (b *bgpLab) run(f bgpFault, rounds int) {
+	b.t.Helper()
+	var drops, backs, outages, lastFails []time.Duration
+	failed := 0
+	for r := range rounds {
+		i := r % len(b.nodes)
+		if b.nodes[i].table && f.name == "kill -9 the speaker (lbconfig)" {
+			// The hand-off node's speaker is FRR; killing lbconfig leaves
+			// the table as it was (the routes stay, as they should).
+			i = (i + 1) % len(b.nodes)
+		}
+		time.Sleep(300 * time.Millisecond) // client traffic before the fault
+		t0 := time.Now()
+		f.do(i)
+		drop := b.waitDrop(f.name+" on "+b.nodes[i].n.Name+": route withdrawn", t0, 2)
+		st := b.waitClient(f.name+": client served by the others", t0)
+		hs := b.nextHops()
+		if slices.Contains(hs, b.nodes[i].n.IPv4) {
+			b.t.Errorf("%s: %s still a next hop: %v", f.name, b.nodes[i].n.Name, hs)
+		}
+		t1 := time.Now()
+		f.restore(i)
+		b.waitNextHops(f.name+": "+b.nodes[i].n.Name+" back", 3)
+		back := time.Since(t1)
+		b.t.Logf("%s on %s (round %d): route withdrawn at the ToR after %d ms; %d of %d requests failed, the last one started at %d ms, client steady after %d ms; back as a next hop %d ms after the restore",
+			f.name, b.nodes[i].n.Name, r+1, drop.Milliseconds(), st.failed, st.requests, st.slowStart.Milliseconds(), st.outage.Milliseconds(), back.Milliseconds())
+		drops, backs, outages, lastFails = append(drops, drop), append(backs, back), append(outages, st.outage), append(lastFails, st.slowStart)
+		failed += st.failed
+		if f.graceful && st.failed > 0 {
+			b.t.Errorf("%s on %s: %d requests failed, want 0", f.name, b.nodes[i].n.Name, st.failed)
+		}
+		if f.dropBound > 0 && drop > f.dropBound {
+			b.t.Errorf("%s on %s: route withdrawn after %s, want within %s", f.name, b.nodes[i].n.Name, drop, f.dropBound)
+		}
+	}
+	b.t.Logf("SUMMARY %s, %d rounds: withdrawn %s ms; last failed request started at %s ms; client steady (last failure over) %s ms; %d requests failed in all; back %s ms (min/median/max)",
+		f.name, rounds, vrrpSummary(drops), vrrpSummary(lastFails), vrrpSummary(outages), failed, vrrpSummary(backs))
+}
+
+// quiet counts next-hop changes at the ToR over d with nothing failing.
+func (b *bgpLab) quiet(d time.Duration) int {
+	prev := b.nextHops()
+	changes := 0
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if hs := b.nextHops(); !slices.Equal(hs, prev) {
+			changes++
+			b.t.Logf("quiet window: next hops %v -> %v", prev, hs)
+			prev = hs
+		}
+	}
+	return changes
+}
+
+func bgpQuiet(t *testing.T) time.Duration {
+	if s := os.Getenv("INFRADNS_BGP_QUIET"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("INFRADNS_BGP_QUIET=%q: %v", s, err)
+		}
+		return d
+	}
+	return 5 * time.Second
+}
+
+// TestBGPVIPs: the API VIP over BGP with FRR as the ToR (two nodes with the
+// embedded speaker, one handing its routes to FRR on the node through
+// kernel table 198), then with BIRD as the ToR: ECMP over every node, a
+// crash, a silent link failure (BFD), a dead haproxy (health) and a
+// graceful stop, each measured at the ToR and by a client.
+func TestBGPVIPs(t *testing.T) {
+	t.Run("frr", func(t *testing.T) {
+		b := startBGPLab(t, "frr", 2)
+		from := time.Now()
+		time.Sleep(time.Second)
+		sp := b.spread(from)
+		t.Logf("ECMP: next hops %v; 1 s of requests served by %v", b.nextHops(), sp)
+		if len(sp) < 2 {
+			t.Errorf("requests served by %v: want at least 2 nodes (ECMP)", sp)
+		}
+		rounds := bgpRounds(t)
+		for _, f := range b.faults() {
+			b.run(f, rounds)
+		}
+		if n := b.quiet(bgpQuiet(t)); n != 0 {
+			t.Errorf("%d next-hop changes in a quiet window, want 0", n)
+		}
+		if got := b.metric(0, "coredns_lbconfig_bgp_announced{vip=\"10.91.100.1\"}"); got != "1" {
+			t.Errorf("bgp_announced on %s = %q, want 1", b.nodes[0].n.Name, got)
+		}
+		if got := b.metric(0, fmt.Sprintf("coredns_lbconfig_bgp_session_up{peer=%q}", b.nodes[0].n.Gateway4)); got != "1" {
+			t.Errorf("bgp_session_up on %s = %q, want 1", b.nodes[0].n.Name, got)
+		}
+	})
+	t.Run("bird", func(t *testing.T) {
+		b := startBGPLab(t, "bird", -1)
+		from := time.Now()
+		time.Sleep(time.Second)
+		sp := b.spread(from)
+		t.Logf("ECMP (BIRD ToR): next hops %v; 1 s of requests served by %v", b.nextHops(), sp)
+		if len(sp) < 2 {
+			t.Errorf("requests served by %v: want at least 2 nodes (ECMP)", sp)
+		}
+		for _, f := range b.faults() {
+			if strings.HasPrefix(f.name, "silent") || f.graceful {
+				b.run(f, 1)
+			}
+		}
+	})
+}
+
+// metric reads one series from node i's lbconfig metrics.
+func (b *bgpLab) metric(i int, series string) string {
+	res, err := b.nodes[i].n.Run(context.Background(), "curl", "-s", "http://127.0.0.1:9155/metrics")
+	if err != nil {
+		b.t.Fatalf("metrics of %s: %v", b.nodes[i].n.Name, err)
+	}
+	for _, l := range strings.Split(res.Stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
