@@ -3,6 +3,7 @@ package lb
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -197,4 +198,40 @@ func desiredOf(sf func(*Snapshot), cf func(*cluster.Spec)) (Plan, error) {
 		cf(&c)
 	}
 	return Desired(s, mustModel(c))
+}
+
+// TestDesiredBGP: in BGP mode a plan has no VRRP instance or track file,
+// and its groups are the ones this node may announce: the API group on
+// every control-plane node, an ingress group on every router node (all of
+// them at once: ECMP), none on a drained node.
+func TestDesiredBGP(t *testing.T) {
+	bgpMode := func(c *cluster.Spec) {
+		c.Mode = cluster.ModeBGP
+		c.BGP = cluster.BGP{ASN: 64513, Peers: []cluster.BGPPeer{{Address: ip("198.51.100.1"), ASN: 64512}}}
+	}
+	groups := func(p Plan) string {
+		var out []string
+		for _, g := range p.Groups {
+			out = append(out, fmt.Sprintf("%s(%s)%v", g.Name, g.Check, g.VIPs))
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		node  string
+		snap  func(*Snapshot)
+		wants string
+	}{
+		{"master-0", nil, "api(api)[192.0.2.5] ingress(ingress)[192.0.2.10]"},
+		{"master-1", nil, "api(api)[192.0.2.5] ingress(ingress)[192.0.2.10]"},
+		{"master-2", nil, "api(api)[192.0.2.5]"},
+		{"master-1", func(s *Snapshot) { s.Nodes[1].Excluded = true }, ""},
+	} {
+		p, err := desiredOf(tc.snap, func(c *cluster.Spec) { bgpMode(c); c.Node = tc.node })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := groups(p); got != tc.wants || len(p.Instances) != 0 || len(p.TrackFiles) != 0 {
+			t.Errorf("%s: groups %q, %d instances, %d track files; want %q and none", tc.node, got, len(p.Instances), len(p.TrackFiles), tc.wants)
+		}
+	}
 }

@@ -93,7 +93,24 @@ func startBGPLab(t *testing.T, tor string, tableNode int) *bgpLab {
 		}
 		b.startNode(i)
 	}
-	b.waitNextHops("every node announces the VIP", 3)
+	for i := range b.nodes {
+		b.waitConfig(i)
+		b.startHAProxy(i)
+	}
+	seen := map[netip.Addr]bool{}
+	lab.Eventually(t, 3*bgpRouteBound, 10*time.Millisecond, "every node announces the VIP", func() error {
+		hs := b.nextHops()
+		for _, h := range hs {
+			if !seen[h] {
+				seen[h] = true
+				t.Logf("next hop %s at the ToR %d ms after the lab was up", h, time.Since(start).Milliseconds())
+			}
+		}
+		if len(hs) != 3 {
+			return fmt.Errorf("next hops %v", hs)
+		}
+		return nil
+	})
 	t.Logf("3 next hops at the ToR %d ms after the lab was up", time.Since(start).Milliseconds())
 	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(bgpVIP, vrrpLBPort))
 	b.client = l.Client().Start("probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms"})
@@ -101,21 +118,23 @@ func startBGPLab(t *testing.T, tor string, tableNode int) *bgpLab {
 	return b
 }
 
-// startNode starts node i's fake apiserver, its lbconfig and, once lbconfig
-// has written it, its haproxy.
+// startNode starts node i's fake apiserver and its lbconfig.
 func (b *bgpLab) startNode(i int) {
-	t, bn := b.t, b.nodes[i]
-	n := bn.n
+	n := b.nodes[i].n
 	n.Start("fakeapi", []string{b.fakeapi, "serve", "-name", n.Name, "-listen", netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String()})
 	b.startCoreDNS(i)
-	lab.Eventually(t, 30*time.Second, 50*time.Millisecond, "lbconfig wrote haproxy.cfg on "+n.Name, func() error {
+}
+
+// waitConfig waits for node i's lbconfig to write haproxy's configuration.
+func (b *bgpLab) waitConfig(i int) {
+	bn := b.nodes[i]
+	lab.Eventually(b.t, 30*time.Second, 20*time.Millisecond, "lbconfig wrote haproxy.cfg on "+bn.n.Name, func() error {
 		if err := running(bn.coredns); err != nil {
 			return err
 		}
 		_, err := os.Stat(b.haConf(i))
 		return err
 	})
-	b.startHAProxy(i)
 }
 
 // startCoreDNS starts node i's lbconfig. Its only backend is the node's own
