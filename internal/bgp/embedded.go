@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,7 @@ func NewEmbedded(ctx context.Context, cfg cluster.BGP, log Logger) (*Embedded, e
 		s.Stop()
 		return nil, fmt.Errorf("watch BGP sessions: %w", err)
 	}
+	go e.nag(wctx, time.Now())
 	for _, p := range cfg.Peers {
 		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: apiPeer(p)}); err != nil {
 			cancel()
@@ -79,6 +81,32 @@ func NewEmbedded(ctx context.Context, cfg cluster.BGP, log Logger) (*Embedded, e
 		log.Infof("BGP peer %s (AS %d) added; AS %d, router id %s, BFD %s", p.Address, p.ASN, cfg.ASN, rid, bfdWords(p.BFD))
 	}
 	return e, nil
+}
+
+// nag says, 10 s after the start and then ever more seldom (doubling to
+// 5 min), which peers have no session: GoBGP retries a peer every second
+// without a word, and a VIP no one announces is silent too.
+func (e *Embedded) nag(ctx context.Context, start time.Time) {
+	wait := 10 * time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		var down []string
+		for _, s := range e.Sessions() {
+			if !s.Up {
+				down = append(down, fmt.Sprintf("%s (AS %d)", s.Peer, s.ASN))
+			}
+		}
+		if len(down) > 0 {
+			e.log.Warningf("no BGP session with %s (speaker up for %s); retrying every second", strings.Join(down, ", "), time.Since(start).Round(time.Second))
+			wait = min(2*wait, 5*time.Minute)
+		} else {
+			wait = 10 * time.Second
+		}
+	}
 }
 
 func bfdWords(b cluster.BFD) string {

@@ -34,7 +34,11 @@ const (
 	bgpBFDBound   = time.Second
 )
 
-var bgpVIP = netip.MustParseAddr("10.91.100.1")
+var (
+	bgpVIP = netip.MustParseAddr("10.91.100.1")
+	// bgpVIP6 is announced over the IPv6 sessions of the embedded speakers.
+	bgpVIP6 = netip.MustParseAddr("fd00:91:100::1")
+)
 
 type bgpNode struct {
 	n                *lab.Node
@@ -74,6 +78,9 @@ func startBGPLab(t *testing.T, tor string, tableNode int) *bgpLab {
 			t.Fatal(err)
 		}
 		cfg.Peers = append(cfg.Peers, lab.ToRPeer{Addr: n.IPv4, ASN: bn.asn})
+		if !bn.table {
+			cfg.Peers = append(cfg.Peers, lab.ToRPeer{Addr: n.IPv6, ASN: bn.asn})
+		}
 	}
 	start := time.Now()
 	var err error
@@ -112,6 +119,22 @@ func startBGPLab(t *testing.T, tor string, tableNode int) *bgpLab {
 		return nil
 	})
 	t.Logf("3 next hops at the ToR %d ms after the lab was up", time.Since(start).Milliseconds())
+	// IPv6: one next hop per node with the embedded speaker (the table
+	// hand-off node's FRR carries IPv4 only here).
+	want6 := 0
+	for _, bn := range b.nodes {
+		if !bn.table {
+			want6++
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bgpRouteBound)
+	defer cancel()
+	hs6, err := b.tor.WaitNextHops(ctx, netip.PrefixFrom(bgpVIP6, 128), want6)
+	if err != nil {
+		b.dump()
+		t.Fatalf("IPv6 VIP: want %d next hops: %v", want6, err)
+	}
+	t.Logf("IPv6 VIP %s: next hops %v", bgpVIP6, hs6)
 	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(bgpVIP, vrrpLBPort))
 	b.client = l.Client().Start("probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms"})
 	b.waitClient("client first served", time.Now())
@@ -141,7 +164,8 @@ func (b *bgpLab) waitConfig(i int) {
 // fake apiserver, so a response names the node the ToR sent it to.
 func (b *bgpLab) startCoreDNS(i int) {
 	bn := b.nodes[i]
-	speaker := fmt.Sprintf("bgp-asn %d\n        bgp-peer %s %d hold 3s keepalive 1s", bn.asn, bn.n.Gateway4, bgpToRASN)
+	speaker := fmt.Sprintf("bgp-asn %d\n        bgp-peer %s %d hold 3s keepalive 1s\n        bgp-peer %s %d hold 3s keepalive 1s",
+		bn.asn, bn.n.Gateway4, bgpToRASN, bn.n.Gateway6, bgpToRASN)
 	if bn.table {
 		speaker = "bgp-speaker table 198"
 	}
@@ -149,7 +173,7 @@ func (b *bgpLab) startCoreDNS(i int) {
     lbconfig {
         cluster %s
         node %s
-        api-vip %s
+        api-vip %s %s
         backends %s
         lb-port %d
         health-port %d
@@ -162,7 +186,7 @@ func (b *bgpLab) startCoreDNS(i int) {
     prometheus 127.0.0.1:9155
     whoami
 }
-`, bgpCluster, bn.n.Name, bgpVIP, netip.AddrPortFrom(bn.n.IPv4, vrrpAPIPort), vrrpLBPort, vrrpHealthPort,
+`, bgpCluster, bn.n.Name, bgpVIP, bgpVIP6, netip.AddrPortFrom(bn.n.IPv4, vrrpAPIPort), vrrpLBPort, vrrpHealthPort,
 		b.haConf(i), b.haSock(i), filepath.Join(bn.dir, "track"), speaker)
 	bn.coredns = startCorefile(b.t, bn.n, bn.dir, conf)
 }
@@ -377,8 +401,8 @@ func (b *bgpLab) faults() []bgpFault {
 	}
 }
 
-// bgpRounds is how many rounds of each fault the lab runs: 2 by default,
-// INFRADNS_BGP_ROUNDS for the figures (5 or more).
+// bgpRounds is how many rounds of each fault the lab runs: 1 by default
+// (make test), INFRADNS_BGP_ROUNDS for the figures (5 or more).
 func bgpRounds(t *testing.T) int {
 	if s := os.Getenv("INFRADNS_BGP_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -387,7 +411,7 @@ func bgpRounds(t *testing.T) int {
 		}
 		return n
 	}
-	return 2
+	return 1
 }
 
 // run runs rounds of fault f, each on the next node, and logs the figures.
@@ -430,6 +454,38 @@ func (b *bgpLab) run(f bgpFault, rounds int) {
 		f.name, rounds, vrrpSummary(drops), vrrpSummary(lastFails), vrrpSummary(outages), failed, vrrpSummary(backs))
 }
 
+// reload makes node i's CoreDNS reload its Corefile (SIGUSR1, as the
+// reload plugin does on a change): the new lbconfig takes over the
+// speaker and its sessions, so the ToR sees no change and no request fails.
+func (b *bgpLab) reload(i int) {
+	b.t.Helper()
+	bn := b.nodes[i]
+	from := time.Now()
+	speakers := strings.Count(bn.coredns.Log(), "BGP peer "+bn.n.Gateway4.String()+" (AS")
+	if err := bn.coredns.Signal(syscall.SIGUSR1); err != nil {
+		b.t.Fatal(err)
+	}
+	lab.Eventually(b.t, 10*time.Second, 50*time.Millisecond, "Corefile reloaded on "+bn.n.Name, func() error {
+		if strings.Count(bn.coredns.Log(), "SIGUSR1: Reloading") == 0 {
+			return fmt.Errorf("no reload in the log yet")
+		}
+		return nil
+	})
+	changes := b.quiet(2 * time.Second)
+	if n := strings.Count(bn.coredns.Log(), "BGP peer "+bn.n.Gateway4.String()+" (AS"); n != speakers {
+		b.t.Errorf("%s started a new speaker on reload (%d peer additions, was %d)", bn.n.Name, n, speakers)
+	}
+	b.t.Logf("%s after the reload:\n%s", bn.n.Name, lab.Tail(bn.coredns.LogPath, 6))
+	st := b.waitClient("client served across the reload", from)
+	b.t.Logf("Corefile reload on %s: %d next-hop changes at the ToR, %d of %d requests failed", bn.n.Name, changes, st.failed, st.requests)
+	if changes != 0 || st.failed != 0 || len(b.nextHops()) != 3 {
+		b.t.Errorf("Corefile reload on %s: %d next-hop changes, %d failed requests, next hops %v; want none, none and 3", bn.n.Name, changes, st.failed, b.nextHops())
+	}
+	if strings.Contains(bn.coredns.Log(), "withdrew") && strings.LastIndex(bn.coredns.Log(), "withdrew") > strings.LastIndex(bn.coredns.Log(), "SIGUSR1") {
+		b.t.Errorf("%s withdrew a route across the reload:\n%s", bn.n.Name, lab.Tail(bn.coredns.LogPath, 20))
+	}
+}
+
 // quiet counts next-hop changes at the ToR over d with nothing failing.
 func (b *bgpLab) quiet(d time.Duration) int {
 	prev := b.nextHops()
@@ -452,7 +508,7 @@ func bgpQuiet(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	return 5 * time.Second
+	return 3 * time.Second
 }
 
 // TestBGPVIPs: the API VIP over BGP with FRR as the ToR (two nodes with the
@@ -474,6 +530,7 @@ func TestBGPVIPs(t *testing.T) {
 		for _, f := range b.faults() {
 			b.run(f, rounds)
 		}
+		b.reload(0)
 		if n := b.quiet(bgpQuiet(t)); n != 0 {
 			t.Errorf("%d next-hop changes in a quiet window, want 0", n)
 		}
