@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/test/e2e/lab"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The BGP lab: three nodes in subnets of their own behind a ToR namespace
@@ -36,6 +39,9 @@ const (
 
 var (
 	bgpVIP = netip.MustParseAddr("10.91.100.1")
+	// bgpIngressVIP is the ingress VIP of the API-fed lab: announced by
+	// every node with a ready router endpoint.
+	bgpIngressVIP = netip.MustParseAddr("10.91.100.2")
 	// bgpVIP6 is announced over the IPv6 sessions of the embedded speakers.
 	bgpVIP6 = netip.MustParseAddr("fd00:91:100::1")
 )
@@ -49,9 +55,12 @@ type bgpNode struct {
 }
 
 type bgpLab struct {
-	t       *testing.T
-	lab     *lab.Lab
-	tor     *lab.ToR
+	t   *testing.T
+	lab *lab.Lab
+	tor *lab.ToR
+	// kube, when set, is the apiserver lbconfig reads the control plane
+	// and the routers from; the client then calls the ingress VIP.
+	kube    *kubetest.Cluster
 	nodes   []*bgpNode
 	client  *lab.Process
 	fakeapi string
@@ -64,7 +73,7 @@ func (b *bgpLab) haSock(i int) string { return filepath.Join(b.nodes[i].dir, "ha
 // the ToR has a next hop for the VIP through every node and the client is
 // served. tableNode >= 0 makes that node hand its routes to an FRR of its
 // own through kernel table 198 instead of speaking BGP itself.
-func startBGPLab(t *testing.T, tor string, tableNode int) *bgpLab {
+func startBGPLab(t *testing.T, tor string, tableNode int, kube bool) *bgpLab {
 	t.Helper()
 	fakeapi := vrrpBuildFakeAPI(t)
 	l := lab.New(t, lab.Config{Prefix: "bgp" + tor, Nodes: 3, Client: true, Routed: true, TeardownGrace: 2 * time.Second})
@@ -80,6 +89,24 @@ func startBGPLab(t *testing.T, tor string, tableNode int) *bgpLab {
 		cfg.Peers = append(cfg.Peers, lab.ToRPeer{Addr: n.IPv4, ASN: bn.asn})
 		if !bn.table {
 			cfg.Peers = append(cfg.Peers, lab.ToRPeer{Addr: n.IPv6, ASN: bn.asn})
+		}
+	}
+	if kube {
+		b.kube = startLabKube(t, l)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var addrs, names []string
+		for _, n := range l.Nodes() {
+			if _, err := b.kube.Client.CoreV1().Nodes().Create(ctx, controlPlaneNode(n.Name, n.IPv4.String()), metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create Node %s: %v", n.Name, err)
+			}
+			addrs, names = append(addrs, n.IPv4.String()), append(names, n.Name)
+		}
+		if _, err := b.kube.Client.DiscoveryV1().EndpointSlices("default").Create(ctx, apiServerSlice("kubernetes", vrrpAPIPort, addrs...), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.kube.Client.DiscoveryV1().EndpointSlices("default").Create(ctx, routerSlice(l, names...), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	start := time.Now()
@@ -136,15 +163,31 @@ func startBGPLab(t *testing.T, tor string, tableNode int) *bgpLab {
 	}
 	t.Logf("IPv6 VIP %s: next hops %v", bgpVIP6, hs6)
 	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(bgpVIP, vrrpLBPort))
+	if kube {
+		hs, err := b.tor.WaitNextHops(ctx, netip.PrefixFrom(bgpIngressVIP, 32), 3)
+		if err != nil {
+			b.dump()
+			t.Fatalf("ingress VIP: want 3 next hops (every router node): %v", err)
+		}
+		t.Logf("ingress VIP %s: next hops %v", bgpIngressVIP, hs)
+		url = fmt.Sprintf("https://%s/", netip.AddrPortFrom(bgpIngressVIP, bgpRouterPort))
+	}
 	b.client = l.Client().Start("probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms"})
 	b.waitClient("client first served", time.Now())
 	return b
 }
 
-// startNode starts node i's fake apiserver and its lbconfig.
+// bgpRouterPort is where the API-fed lab's "routers" listen.
+const bgpRouterPort = 8443
+
+// startNode starts node i's fake apiserver (and, API-fed, a fake router on
+// every address) and its lbconfig.
 func (b *bgpLab) startNode(i int) {
 	n := b.nodes[i].n
 	n.Start("fakeapi", []string{b.fakeapi, "serve", "-name", n.Name, "-listen", netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String()})
+	if b.kube != nil {
+		n.Start("router", []string{b.fakeapi, "serve", "-name", n.Name, "-listen", fmt.Sprintf("0.0.0.0:%d", bgpRouterPort)})
+	}
 	b.startCoreDNS(i)
 }
 
@@ -169,12 +212,17 @@ func (b *bgpLab) startCoreDNS(i int) {
 	if bn.table {
 		speaker = "bgp-speaker table 198"
 	}
+	source := "backends " + netip.AddrPortFrom(bn.n.IPv4, vrrpAPIPort).String()
+	if b.kube != nil {
+		// The routers' health is theirs to tell; here every router is up.
+		source = fmt.Sprintf("kubeconfig %s\n        ingress-vip %s\n        ingress-service default/router\n        health-check ingress none", b.kube.Kubeconfig, bgpIngressVIP)
+	}
 	conf := fmt.Sprintf(`.:1053 {
     lbconfig {
         cluster %s
         node %s
         api-vip %s %s
-        backends %s
+        %s
         lb-port %d
         health-port %d
         haproxy %s
@@ -186,7 +234,7 @@ func (b *bgpLab) startCoreDNS(i int) {
     prometheus 127.0.0.1:9155
     whoami
 }
-`, bgpCluster, bn.n.Name, bgpVIP, bgpVIP6, netip.AddrPortFrom(bn.n.IPv4, vrrpAPIPort), vrrpLBPort, vrrpHealthPort,
+`, bgpCluster, bn.n.Name, bgpVIP, bgpVIP6, source, vrrpLBPort, vrrpHealthPort,
 		b.haConf(i), b.haSock(i), filepath.Join(bn.dir, "track"), speaker)
 	bn.coredns = startCorefile(b.t, bn.n, bn.dir, conf)
 }
@@ -518,7 +566,7 @@ func bgpQuiet(t *testing.T) time.Duration {
 // graceful stop, each measured at the ToR and by a client.
 func TestBGPVIPs(t *testing.T) {
 	t.Run("frr", func(t *testing.T) {
-		b := startBGPLab(t, "frr", 2)
+		b := startBGPLab(t, "frr", 2, false)
 		from := time.Now()
 		time.Sleep(time.Second)
 		sp := b.spread(from)
@@ -542,13 +590,26 @@ func TestBGPVIPs(t *testing.T) {
 		}
 	})
 	t.Run("bird", func(t *testing.T) {
-		b := startBGPLab(t, "bird", -1)
+		// Fed by a real kube-apiserver: the API VIP from the control
+		// plane, the ingress VIP (the client's) from every router node.
+		b := startBGPLab(t, "bird", -1, true)
 		from := time.Now()
 		time.Sleep(time.Second)
 		sp := b.spread(from)
-		t.Logf("ECMP (BIRD ToR): next hops %v; 1 s of requests served by %v", b.nextHops(), sp)
+		t.Logf("ECMP (BIRD ToR): API VIP next hops %v; 1 s of requests to the ingress VIP served by %v", b.nextHops(), sp)
 		if len(sp) < 2 {
 			t.Errorf("requests served by %v: want at least 2 nodes (ECMP)", sp)
+		}
+		// Losing the API changes no announcement: they follow the last
+		// state and local health.
+		done := make(chan int)
+		go func() { done <- b.quiet(4 * time.Second) }()
+		b.kube.StopFor(3 * time.Second)
+		if n := <-done; n != 0 {
+			t.Errorf("%d next-hop changes while the API was down, want 0", n)
+		}
+		if st := b.waitClient("client served while the API was down", from); st.failed != 0 {
+			t.Errorf("%d requests failed while the API was down", st.failed)
 		}
 		for _, f := range b.faults() {
 			if strings.HasPrefix(f.name, "silent") || f.graceful {
