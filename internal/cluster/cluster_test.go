@@ -204,3 +204,22 @@ func TestGroups(t *testing.T) {
 		t.Errorf("Groups =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestNodeIPsNotGiven: a Spec without node IPs keeps them nil through New
+// and Spec, which is how lbconfig knows to find them on the host (and rank
+// a bootstrap node by them).
+func TestNodeIPsNotGiven(t *testing.T) {
+	s := spec()
+	s.NodeIPs = nil
+	m, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Spec().NodeIPs; got != nil {
+		t.Errorf("NodeIPs = %#v, want nil", got)
+	}
+	s.NodeIPs = ips("198.51.100.11")
+	if m, _ = New(s); len(m.Spec().NodeIPs) != 1 {
+		t.Errorf("NodeIPs = %v", m.Spec().NodeIPs)
+	}
+}

@@ -146,7 +146,13 @@ func (s Spec) withDefaults() Spec {
 	return s
 }
 
+// unmapAll keeps nil nil: a front end tests NodeIPs against nil for "not
+// given" (find them on the host). An empty slice here made every
+// bootstrap node skip that and rank 0, all at one VRRP priority.
 func unmapAll(as []netip.Addr) []netip.Addr {
+	if as == nil {
+		return nil
+	}
 	out := make([]netip.Addr, len(as))
 	for i, a := range as {
 		out[i] = a.Unmap()

@@ -204,6 +204,9 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 	}
 	h := v.waitSettled("initial election")
 	t.Logf("initial election: %s holds %s", v.nodes[h].n.Name, vrrpVIP)
+	// Distinct priorities, by rank (by address before the API lists the
+	// Nodes): two backups with one priority time out together.
+	var prios []string
 	for i := range v.nodes {
 		b, err := os.ReadFile(v.kaConf(i))
 		if err != nil {
@@ -212,12 +215,20 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 		if i == 0 {
 			t.Logf("keepalived.conf rendered by lbconfig on %s:\n%s", v.nodes[i].n.Name, b)
 		}
+		if m := regexp.MustCompile(`(?m)^\s*priority (\d+)`).FindSubmatch(b); m != nil {
+			prios = append(prios, string(m[1]))
+		}
 		for _, want := range []string{"vrrp_version 3", "advert_int " + strconv.FormatFloat(advert.Seconds(), 'f', -1, 64), vrrpVIP.String() + "/32"} {
 			if !strings.Contains(string(b), want) {
 				t.Fatalf("%s: keepalived.conf lacks %q:\n%s", v.nodes[i].n.Name, want, b)
 			}
 		}
 	}
+	slices.Sort(prios)
+	if len(slices.Compact(slices.Clone(prios))) != len(v.nodes) {
+		t.Errorf("VRRP priorities %v: want one per node", prios)
+	}
+	t.Logf("VRRP priorities: %v", prios)
 
 	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(vrrpVIP, vrrpLBPort))
 	v.client = l.Client().Start("probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms"})
