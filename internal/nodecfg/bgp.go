@@ -63,7 +63,7 @@ func bgpSection(f *File, n *yaml.Node) error {
 		case "asn":
 			return asn(v, &f.BGP.ASN)
 		case "routerID":
-			return ipv4(v, &f.BGP.RouterID)
+			return scalarAddr(v, &f.BGP.RouterID)
 		case "speaker":
 			s, err := scalar(v)
 			f.BGP.Speaker = s
@@ -95,7 +95,7 @@ func bgpSection(f *File, n *yaml.Node) error {
 					case "asn":
 						return asn(v, &o.ASN)
 					case "routerID":
-						return ipv4(v, &o.RouterID)
+						return scalarAddr(v, &o.RouterID)
 					case "peers":
 						ps, err := peers(v)
 						if ps == nil {
@@ -169,19 +169,6 @@ func asn(n *yaml.Node, dst *uint32) error {
 	return nil
 }
 
-func ipv4(n *yaml.Node, dst *netip.Addr) error {
-	s, err := scalar(n)
-	if err != nil {
-		return err
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return fmt.Errorf("%q is not an IP address", s)
-	}
-	*dst = a.Unmap()
-	return nil
-}
-
 func peers(n *yaml.Node) ([]cluster.BGPPeer, error) {
 	if n.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("a %s, not a list of peers", kindWord(n))
@@ -192,7 +179,7 @@ func peers(n *yaml.Node) ([]cluster.BGPPeer, error) {
 		err := mapping(item, func(k string, v *yaml.Node) error {
 			switch k {
 			case "address":
-				return ipv4(v, &p.Address)
+				return scalarAddr(v, &p.Address)
 			case "asn":
 				return asn(v, &p.ASN)
 			case "port":

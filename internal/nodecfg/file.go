@@ -332,17 +332,22 @@ func addrs(field func(*File) *[]netip.Addr) func(*File, *yaml.Node) error {
 
 func addr(field func(*File) *netip.Addr) func(*File, *yaml.Node) error {
 	return func(f *File, n *yaml.Node) error {
-		v, err := scalar(n)
-		if err != nil {
-			return err
-		}
-		a, err := netip.ParseAddr(v)
-		if err != nil {
-			return fmt.Errorf("%q is not an IP address", v)
-		}
-		*field(f) = a.Unmap()
-		return nil
+		return scalarAddr(n, field(f))
 	}
+}
+
+// scalarAddr reads one IP address into dst.
+func scalarAddr(n *yaml.Node, dst *netip.Addr) error {
+	v, err := scalar(n)
+	if err != nil {
+		return err
+	}
+	a, err := netip.ParseAddr(v)
+	if err != nil {
+		return fmt.Errorf("%q is not an IP address", v)
+	}
+	*dst = a.Unmap()
+	return nil
 }
 
 func addrPorts(field func(*File) *[]netip.AddrPort) func(*File, *yaml.Node) error {

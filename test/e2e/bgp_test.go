@@ -323,22 +323,12 @@ type bgpProbe struct {
 
 func (b *bgpLab) probes() []bgpProbe {
 	var out []bgpProbe
-	for _, line := range strings.Split(b.client.Log(), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			continue
-		}
-		s, err1 := strconv.ParseInt(f[0], 10, 64)
-		e, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		p := bgpProbe{start: time.Unix(0, s), end: time.Unix(0, e), ok: f[2] == "ok"}
-		if p.ok && len(f) > 3 {
-			p.node = f[3][strings.LastIndex(f[3], "_")+1:] // "hello_from_NODE"
-		}
-		if !p.ok && len(f) > 3 {
-			p.err = f[3]
+	for _, r := range parseFakeAPI(b.client.Log()) {
+		p := bgpProbe{start: r.start, end: r.end, ok: r.ok}
+		if r.ok {
+			p.node = r.detail[strings.LastIndex(r.detail, "_")+1:] // "hello_from_NODE"
+		} else {
+			p.err = r.detail
 		}
 		out = append(out, p)
 	}
