@@ -140,12 +140,12 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 		}
 	}
 	local = sortPrefixes(local)
-	have, applied, sp := slices.Clone(a.routes), a.applied, a.Speaker
+	have, applied, sp, held := slices.Clone(a.routes), a.applied, a.Speaker, a.held
 	a.mu.Unlock()
 
 	var errs []error
 	// Held before announced: the first packet the fabric sends is accepted.
-	if !slices.Equal(local, a.heldNow()) {
+	if !slices.Equal(local, held) {
 		if err := a.Local.Hold(local); err != nil {
 			errs = append(errs, err)
 		} else {
@@ -178,12 +178,6 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 		next = minPositive(next, retryInterval)
 	}
 	return next
-}
-
-func (a *Announcer) heldNow() []netip.Prefix {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.held
 }
 
 // goodbye withdraws everything, waits the drain while the VIPs are still

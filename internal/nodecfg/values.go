@@ -137,7 +137,7 @@ func (f File) Values() (Values, error) {
 	v.VIPs = append(slices.Clone(v.APIVIPs), v.IngressVIPs...)
 	v.Spread = cluster.IngressGroups(spec.IngressVIPs) > 1
 	if spec.Mode == cluster.ModeBGP {
-		v.BGP, v.LB = true, false
+		v.BGP = true
 		for _, p := range spec.BGP.Peers {
 			if p.Password != "" && !corefileWord(p.Password) {
 				return Values{}, f.errorf([]string{"bgp"}, "peer %s: the password may not hold spaces, quotes, backslashes, braces or '#'", p.Address)
@@ -195,8 +195,9 @@ func (f File) fixed() Values {
 	}
 }
 
-// role decides what the node runs: every role keepalived, control-plane
-// and bootstrap nodes haproxy too.
+// role decides what the node runs: every role keepalived (but in BGP
+// mode, where lbconfig announces the VIPs), control-plane and bootstrap
+// nodes haproxy too.
 func (f File) role(v *Values) error {
 	switch f.Role {
 	case ControlPlane, Bootstrap:
@@ -207,6 +208,9 @@ func (f File) role(v *Values) error {
 		return f.errorf([]string{"role"}, "missing: %s, %s or %s (or -role)", ControlPlane, Worker, Bootstrap)
 	default:
 		return f.errorf([]string{"role"}, "%q is not %s, %s or %s", f.Role, ControlPlane, Worker, Bootstrap)
+	}
+	if f.VIPMode == cluster.ModeBGP {
+		v.LB = false
 	}
 	if f.Role == Bootstrap && len(f.APIServers) == 0 {
 		return f.errorf([]string{"apiServers"}, "a bootstrap node has no API to list them: give at least one")

@@ -383,6 +383,20 @@ func (b *bgpLab) spread(from time.Time) map[string]int {
 	return m
 }
 
+// checkECMP lets the client run for a second and checks that more than one
+// node served it; it returns when that second began.
+func (b *bgpLab) checkECMP(what string) time.Time {
+	b.t.Helper()
+	from := time.Now()
+	time.Sleep(time.Second)
+	sp := b.spread(from)
+	b.t.Logf("ECMP (%s): API VIP next hops %v; 1 s of requests served by %v", what, b.nextHops(), sp)
+	if len(sp) < 2 {
+		b.t.Errorf("requests served by %v: want at least 2 nodes (ECMP)", sp)
+	}
+	return from
+}
+
 // waitDrop polls the ToR every 5 ms until the VIP has n next hops; it
 // returns how long after from that was.
 func (b *bgpLab) waitDrop(what string, from time.Time, n int) time.Duration {
@@ -611,13 +625,7 @@ func bgpQuiet(t *testing.T) time.Duration {
 func TestBGPVIPs(t *testing.T) {
 	t.Run("frr", func(t *testing.T) {
 		b := startBGPLab(t, "frr", 2, false)
-		from := time.Now()
-		time.Sleep(time.Second)
-		sp := b.spread(from)
-		t.Logf("ECMP: next hops %v; 1 s of requests served by %v", b.nextHops(), sp)
-		if len(sp) < 2 {
-			t.Errorf("requests served by %v: want at least 2 nodes (ECMP)", sp)
-		}
+		b.checkECMP("FRR ToR")
 		rounds := bgpRounds(t)
 		for _, f := range b.faults() {
 			b.run(f, rounds)
@@ -637,13 +645,7 @@ func TestBGPVIPs(t *testing.T) {
 		// Fed by a real kube-apiserver: the API VIP from the control
 		// plane, the ingress VIP (the client's) from every router node.
 		b := startBGPLab(t, "bird", -1, true)
-		from := time.Now()
-		time.Sleep(time.Second)
-		sp := b.spread(from)
-		t.Logf("ECMP (BIRD ToR): API VIP next hops %v; 1 s of requests to the ingress VIP served by %v", b.nextHops(), sp)
-		if len(sp) < 2 {
-			t.Errorf("requests served by %v: want at least 2 nodes (ECMP)", sp)
-		}
+		from := b.checkECMP("BIRD ToR, the client on the ingress VIP")
 		// Losing the API changes no announcement: they follow the last
 		// state and local health.
 		done := make(chan int)
