@@ -39,6 +39,9 @@ type HeldGroup struct {
 	Name  string
 	Check string
 	VIPs  []netip.Addr
+	// Peers are the addresses of the group's other eligible nodes: whose
+	// claim to a VIP the split-brain check may settle.
+	Peers []netip.Addr
 }
 
 // TrackFile is a keepalived vrrp_track_file: one per VIP group.
@@ -48,6 +51,10 @@ type TrackFile struct {
 	// Hold: the group is spread and this node is not its home, so it waits
 	// ClaimDelay before it may take it (see ClaimGate).
 	Hold bool
+	// Split: the group's split-brain file (SplitPath), 0 unless lbconfig
+	// steps the group down; keepalived resets it to 0 when it starts, so a
+	// step-down never outlives the lbconfig that decided it.
+	Split bool
 }
 
 // Instance is one keepalived vrrp_instance: one VIP group, one family.
@@ -60,8 +67,10 @@ type Instance struct {
 	Priority int
 	// VIPs are written with their host prefix (/32, /128).
 	VIPs []string
-	// Track names the TrackFile that puts this instance in FAULT.
+	// Track names the TrackFile that puts this instance in FAULT, Split the
+	// one lbconfig's split-brain check uses to step it down.
 	Track string
+	Split string
 	// AuthPass is set for VRRP version 2 only (v3 has no authentication).
 	AuthPass string
 	// SrcIP and Peers are set in unicast mode.
@@ -145,13 +154,26 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 	for _, a := range assigned {
 		g := a.Group
 		if len(g.VIPs) > 0 {
-			d.Groups = append(d.Groups, HeldGroup{Name: g.Name, Check: g.Check, VIPs: slices.Clone(g.VIPs)})
+			var peers []netip.Addr
+			for _, n := range a.Peers {
+				peers = append(peers, n.Addresses...)
+			}
+			if len(s.Nodes) == 0 && g.Holders == cluster.ControlPlane {
+				// Bootstrap: the static backends are the control plane.
+				for _, b := range spec.StaticBackends {
+					if !slices.Contains(selfIPs, b.Addr().Unmap()) {
+						peers = append(peers, b.Addr())
+					}
+				}
+			}
+			d.Groups = append(d.Groups, HeldGroup{Name: g.Name, Check: g.Check, VIPs: slices.Clone(g.VIPs), Peers: cluster.SortedAddrs(peers)})
 		}
 		if m.Mode() == cluster.ModeBGP {
 			continue // no VRRP instance and no track file: announced, not held
 		}
 		track := TrackFile{Name: spec.Name + "_" + g.Name, Path: TrackPath(m, g.Name), Hold: a.Spread && !a.Home}
-		d.TrackFiles = append(d.TrackFiles, track)
+		split := TrackFile{Name: track.Name + "_split", Path: SplitPath(m, g.Name), Split: true}
+		d.TrackFiles = append(d.TrackFiles, track, split)
 		for _, vip := range g.VIPs {
 			in := Instance{
 				Name:     InstanceName(spec.Name, g.Name, vip),
@@ -159,6 +181,7 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 				Priority: RankPriority(a.Rank),
 				VIPs:     []string{netip.PrefixFrom(vip, vip.BitLen()).String()},
 				Track:    track.Name,
+				Split:    split.Name,
 			}
 			if spec.VRRP.Version == 2 {
 				in.AuthPass = authPass(spec.Name, g.Name)
@@ -182,6 +205,12 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 // instances the same way.
 func InstanceName(clusterName, group string, vip netip.Addr) string {
 	return fmt.Sprintf("%s_%s_%s", clusterName, group, cluster.Family(vip))
+}
+
+// SplitPath is the file by which lbconfig's split-brain check steps a
+// group down (1) or lets keepalived decide (0).
+func SplitPath(m *cluster.Model, group string) string {
+	return filepath.Join(m.Spec().TrackDir, m.Name()+"-"+group+".split")
 }
 
 // TrackPath is the track file of a VIP group, the one the keepalived

@@ -235,3 +235,62 @@ func TestDesiredBGP(t *testing.T) {
 		}
 	}
 }
+
+// TestDesiredSplitFiles: every VRRP group gets a split-brain file beside
+// its track file, tracked by each of its instances, and the plan names the
+// group's peers (from the Nodes, or the static backends before the API)
+// whose claim to a VIP the split-brain check may settle.
+func TestDesiredSplitFiles(t *testing.T) {
+	boot := spec(false)
+	boot.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("198.51.100.11:6443"), netip.MustParseAddrPort("198.51.100.12:6443"), netip.MustParseAddrPort("198.51.100.13:6443")}
+	boot.NodeIPs = ips("198.51.100.11")
+	tests := []struct {
+		name  string
+		s     Snapshot
+		c     cluster.Spec
+		peers map[string][]netip.Addr
+	}{
+		{"from the nodes", snap(3, true), spec(true), map[string][]netip.Addr{
+			"api":     ips("198.51.100.12", "198.51.100.13", "2001:db8:1::12", "2001:db8:1::13"),
+			"ingress": ips("198.51.100.12", "2001:db8:1::12"),
+		}},
+		{"bootstrap: the static backends", Snapshot{}, boot, map[string][]netip.Addr{
+			"api": ips("198.51.100.12", "198.51.100.13"),
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustModel(tc.c)
+			p, err := Desired(tc.s, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]netip.Addr{}
+			for _, g := range p.Groups {
+				got[g.Name] = g.Peers
+				var split *TrackFile
+				for i, tf := range p.TrackFiles {
+					if tf.Split && tf.Path == SplitPath(m, g.Name) {
+						split = &p.TrackFiles[i]
+					}
+				}
+				if split == nil {
+					t.Fatalf("group %s: no split file in %+v", g.Name, p.TrackFiles)
+				}
+				for _, in := range p.Instances {
+					if strings.HasPrefix(in.Name, "ocp4_"+g.Name+"_") && in.Split != split.Name {
+						t.Errorf("instance %s tracks split file %q, want %q", in.Name, in.Split, split.Name)
+					}
+				}
+			}
+			for name, want := range tc.peers {
+				if !slices.Equal(got[name], want) {
+					t.Errorf("group %s: peers %v, want %v", name, got[name], want)
+				}
+			}
+			if len(got) != len(tc.peers) {
+				t.Errorf("groups %v, want %d", got, len(tc.peers))
+			}
+		})
+	}
+}

@@ -116,8 +116,13 @@ type Heard struct {
 	Own  func(netip.Addr) bool
 	mu   sync.Mutex
 	last map[netip.Addr]time.Time
+	// from: per VIP, when each source last advertised it (at most
+	// maxHeardSources per VIP, so spoofed sources cannot grow it).
+	from map[netip.Addr]map[netip.Addr]time.Time
 	wake chan struct{}
 }
+
+const maxHeardSources = 64
 
 // Wake is signalled (without blocking, coalesced) after each advert from
 // another router: the VIPChecker's Wake.
@@ -140,8 +145,21 @@ func (h *Heard) Observe(o Observation, now time.Time) {
 	if h.last == nil {
 		h.last = map[netip.Addr]time.Time{}
 	}
+	if h.from == nil {
+		h.from = map[netip.Addr]map[netip.Addr]time.Time{}
+	}
+	src := o.Source.Unmap()
 	for _, a := range o.Advert.Addresses {
-		h.last[a.Unmap()] = now
+		a = a.Unmap()
+		h.last[a] = now
+		m := h.from[a]
+		if m == nil {
+			m = map[netip.Addr]time.Time{}
+			h.from[a] = m
+		}
+		if _, ok := m[src]; ok || len(m) < maxHeardSources {
+			m[src] = now
+		}
 	}
 	if h.wake != nil {
 		select {
@@ -157,6 +175,19 @@ func (h *Heard) Since(vip netip.Addr, t time.Time) bool {
 	defer h.mu.Unlock()
 	last, ok := h.last[vip.Unmap()]
 	return ok && last.After(t)
+}
+
+// From lists the sources that advertised vip after t.
+func (h *Heard) From(vip netip.Addr, t time.Time) []netip.Addr {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []netip.Addr
+	for src, at := range h.from[vip.Unmap()] {
+		if at.After(t) {
+			out = append(out, src)
+		}
+	}
+	return out
 }
 
 // Stale are the addresses on the interface that are VIPs as keepalived adds

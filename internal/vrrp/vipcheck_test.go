@@ -245,3 +245,25 @@ func TestHeard(t *testing.T) {
 		}
 	}
 }
+
+func TestHeardFrom(t *testing.T) {
+	h := &Heard{Own: func(a netip.Addr) bool { return a == netip.MustParseAddr("198.51.100.11") }}
+	t0 := time.Unix(1000, 0)
+	adv := func(src string, prio uint8) Observation {
+		return Observation{Source: netip.MustParseAddr(src), Advert: Advert{Version: 3, VRID: 222, Priority: prio, Addresses: addrs("192.0.2.5")}}
+	}
+	h.Observe(adv("198.51.100.11", 250), t0.Add(time.Second)) // ourselves
+	h.Observe(adv("198.51.100.12", 0), t0.Add(time.Second))   // resigning
+	h.Observe(adv("198.51.100.13", 170), t0.Add(-time.Second))
+	h.Observe(adv("198.51.100.14", 210), t0.Add(time.Second))
+	if got := h.From(netip.MustParseAddr("192.0.2.5"), t0); !slices.Equal(got, []netip.Addr{netip.MustParseAddr("198.51.100.14")}) {
+		t.Errorf("From = %v, want only the router heard after t0", got)
+	}
+	for i := range 2 * maxHeardSources {
+		h.Observe(adv(fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), 100), t0.Add(time.Second))
+	}
+	// The router heard before t0 holds one of the places.
+	if n := len(h.From(netip.MustParseAddr("192.0.2.5"), t0.Add(-time.Hour))); n != maxHeardSources {
+		t.Errorf("after %d spoofed sources: %d remembered, want the bound %d", 2*maxHeardSources, n, maxHeardSources)
+	}
+}

@@ -221,6 +221,16 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		if r := l.reload[lb.Keepalived]; r.method == "pidfile" {
 			defer l.startVIPChecker(ctx, ctl.Model, r.path, heard)()
 		}
+		sc := newSplitCheck(ctl.Model, heard)
+		defer sc.run(ctx)()
+		gate := ctl.Gate
+		ctl.Gate = func(k lb.Kind, p lb.Plan) error {
+			sc.update(p)
+			if gate == nil {
+				return nil
+			}
+			return gate(k, p)
+		}
 	}
 	status := &vipStatus{model: ctl.Model, namespace: l.statusNS}
 	statusDone := make(chan struct{})

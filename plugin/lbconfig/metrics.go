@@ -50,6 +50,18 @@ var (
 		Name:      "vrrp_conflicts",
 		Help:      "Other VRRP routers on the link that clash with this node's instances, by kind (foreign-addresses, vip-under-other-id, unknown-peer).",
 	}, []string{"kind"})
+	splitBrainEvents = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "vrrp_split_brain_total",
+		Help:      "Counter of split-brain checks' decisions, by group and event: kept (another node held our VIP, the rule kept it here), stepped-down, resumed-adverts-heard, resumed-holder-gone, foreign (a host that is no cluster node answered ARP for our VIP).",
+	}, []string{"group", "event"})
+	splitSteppedDown = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "vrrp_stepped_down",
+		Help:      "Whether the split-brain check holds the group in FAULT (1) or not (0), by group.",
+	}, []string{"group"})
 	staleVIPsRemoved = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

@@ -19,6 +19,8 @@ func TestMetricNaming(t *testing.T) {
 	vrrpConflicts.WithLabelValues("unknown-peer")
 	vipHeld.WithLabelValues("192.0.2.5", "api")
 	droppedValues.WithLabelValues("InternalIP", "not-unicast")
+	splitBrainEvents.WithLabelValues("api", "stepped-down")
+	splitSteppedDown.WithLabelValues("api")
 
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
@@ -38,7 +40,7 @@ func TestMetricNaming(t *testing.T) {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
 	}
-	if n != 10 {
-		t.Errorf("Found %d lbconfig metrics, want 10", n)
+	if n != 12 {
+		t.Errorf("Found %d lbconfig metrics, want 12", n)
 	}
 }

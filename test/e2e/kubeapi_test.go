@@ -142,3 +142,13 @@ func logRSS(t *testing.T, c *kubetest.Cluster, when string) {
 	}
 	t.Logf("measure: RSS %s: etcd %d MiB, kube-apiserver %d MiB", when, e>>20, a>>20)
 }
+
+// kubeParallel runs a test that spends most of its time waiting out an API
+// outage beside the other such tests, once every sequential test of the
+// package is done (go test's -parallel, GOMAXPROCS by default). Their
+// latencies are logged, never asserted, and nothing of the VRRP lab's
+// timings runs meanwhile. It keeps make test's warm run under 10 minutes.
+func kubeParallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}

@@ -29,6 +29,9 @@ import (
 // VRRP guard and health checks are off, so it only renders, validates with
 // the real keepalived and haproxy and writes files in a temporary directory.
 func TestLBConfigAgainstKubeAPIServer(t *testing.T) {
+	// Most of it is a 30-s API outage: it waits beside the other
+	// outage test (see kubeParallel) instead of after it.
+	kubeParallel(t)
 	c := kubetest.Start(t)
 	ctx := context.Background()
 

@@ -38,6 +38,9 @@ const mnkOutage = 30 * time.Second
 // stopped: every name must keep its answer for the whole outage, and the
 // watch must catch up once the API is back.
 func TestMDNSNodesKubeAPI(t *testing.T) {
+	// Most of it is a 30-s API outage: it waits beside the other
+	// outage test (see kubeParallel) instead of after it.
+	kubeParallel(t)
 	c := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -43,7 +43,7 @@ const (
 	vrrpSettleBound = 30 * time.Second
 )
 
-var vrrpVIP = lab.Host4(100)
+var vrrpVIP, vrrpVIP6 = lab.Host4(100), lab.Host6(100)
 
 type vrrpNode struct {
 	n   *lab.Node
@@ -61,6 +61,20 @@ type vrrpLab struct {
 	client *lab.Process
 	// kube is the apiserver lbconfig watches; nil with static backends.
 	kube *kubetest.Cluster
+	// splitFigures are the split-brain rounds so far.
+	splitFigures []vrrpSplitFigure
+}
+
+// metrics is node i's lbconfig metrics page ("" when it cannot be read:
+// the caller's check then fails with what was missing).
+func (v *vrrpLab) metrics(i int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	body, err := v.nodes[i].n.HTTPGet(ctx, "http://127.0.0.1:9155/metrics")
+	if err != nil {
+		v.t.Logf("metrics of %s: %v", v.nodes[i].n.Name, err)
+	}
+	return body
 }
 
 // vrrpFeed is where lbconfig learns the apiservers from.
@@ -107,6 +121,19 @@ func vrrpBuildFakeAPI(t *testing.T) string {
 // one node holds the VIP, the others are BACKUP and the client is served.
 func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 	t.Helper()
+	return startVRRPLabWith(t, feed, vrrpLabConfig{nodes: 3})
+}
+
+// vrrpLabConfig varies the lab: how many nodes, and whether the API VIP is
+// dual-stack (vrrpVIP6 beside vrrpVIP, in the same group).
+type vrrpLabConfig struct {
+	nodes     int
+	dualStack bool
+}
+
+// startVRRPLabWith is startVRRPLab for another shape of lab.
+func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
+	t.Helper()
 	for _, tool := range []string{"keepalived", "haproxy"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
@@ -115,7 +142,7 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 	advert := vrrpAdvert(t)
 	fakeapi := vrrpBuildFakeAPI(t)
 
-	l := lab.New(t, lab.Config{Prefix: "vrrp", Nodes: 3, Client: true, TeardownGrace: time.Second})
+	l := lab.New(t, lab.Config{Prefix: "vrrp", Nodes: cfg.nodes, Client: true, TeardownGrace: time.Second})
 	v := &vrrpLab{t: t, lab: l}
 	var backends []string
 	for _, n := range l.Nodes() {
@@ -137,6 +164,10 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 				}
 			}
 		}
+	}
+	vips := vrrpVIP.String()
+	if cfg.dualStack {
+		vips += " " + vrrpVIP6.String()
 	}
 	base := t.TempDir()
 	for i, n := range l.Nodes() {
@@ -167,9 +198,10 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
         reload haproxy socket %s
         track-dir %s
     }
+    prometheus 127.0.0.1:9155
     whoami
 }
-`, vrrpCluster, n.Name, vrrpVIP, lab.Iface, source, vrrpLBPort, vrrpHealthPort,
+`, vrrpCluster, n.Name, vips, lab.Iface, source, vrrpLBPort, vrrpHealthPort,
 			advert, v.kaConf(i), v.haConf(i), v.kaPid(i), v.haSock(i), filepath.Join(vn.dir, "track"))
 		vn.coredns = startCorefile(t, n, vn.dir, conf)
 	}
@@ -369,8 +401,11 @@ func (v *vrrpLab) crash(i int) {
 	}
 }
 
-// holders polls HasAddr on every node at once.
-func (v *vrrpLab) holders() ([]int, error) {
+// holders polls HasAddr of the API VIP on every node at once.
+func (v *vrrpLab) holders() ([]int, error) { return v.holdersOf(vrrpVIP) }
+
+// holdersOf polls HasAddr of vip on every node at once.
+func (v *vrrpLab) holdersOf(vip netip.Addr) ([]int, error) {
 	has := make([]bool, len(v.nodes))
 	errs := make([]error, len(v.nodes))
 	var wg sync.WaitGroup
@@ -378,7 +413,7 @@ func (v *vrrpLab) holders() ([]int, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			has[i], errs[i] = vn.n.HasAddr(vrrpVIP)
+			has[i], errs[i] = vn.n.HasAddr(vip)
 		}()
 	}
 	wg.Wait()
@@ -768,6 +803,10 @@ func TestVRRPRepeatedCrashAndStability(t *testing.T) {
 	// Parsed first: a typo should not cost the crash rounds.
 	window := vrrpSoak(t)
 	rounds := vrrpRounds(t)
+	splitRounds, err := vrrpSplitRounds()
+	if err != nil {
+		t.Fatal(err)
+	}
 	v := startVRRPLab(t, vrrpStatic)
 	var failover, firstBack, outage, guard []time.Duration
 	var failed []int
@@ -792,6 +831,27 @@ func TestVRRPRepeatedCrashAndStability(t *testing.T) {
 
 	v.handOvers(rounds, "haproxy kill", "kill -9 haproxy on %s (keepalived up)", v.killHAProxy)
 	v.handOvers(rounds, "graceful stop", "SIGTERM keepalived on %s (haproxy up)", v.stopKeepalived)
+
+	for round := range splitRounds {
+		h := v.waitSettled(fmt.Sprintf("before split %d", round+1))
+		var backups []int
+		for i := range v.nodes {
+			if i != h {
+				backups = append(backups, i)
+			}
+		}
+		v.splitBrain(round+1, h, backups[round%len(backups)])
+	}
+	if len(v.splitFigures) > 0 {
+		var two, settle, outage []time.Duration
+		var failed []int
+		for _, f := range v.splitFigures {
+			two, settle, outage, failed = append(two, f.two), append(settle, f.settle), append(outage, f.outage), append(failed, f.failed)
+		}
+		slices.Sort(failed)
+		t.Logf("%d split-brain rounds (ms min/median/max): second holder after %s, settled on one %s later, client steady %s; failed requests %d/%d/%d",
+			len(v.splitFigures), vrrpSummary(two), vrrpSummary(settle), vrrpSummary(outage), failed[0], failed[len(failed)/2], failed[len(failed)-1])
+	}
 
 	h := v.waitSettled("before the backend cuts")
 	for i := range v.nodes {

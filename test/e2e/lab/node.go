@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -255,4 +257,57 @@ func (n *Node) inNS(f func() error) error {
 		done <- ferr
 	}()
 	return <-done
+}
+
+// DropVRRPWith makes the switch drop VRRP (IP protocol 112, both families)
+// between n and each of others, both ways, while everything else (ARP,
+// unicast, other multicast) still flows: what a switch that filters the
+// adverts (IGMP snooping without a querier, an ACL) does. Each node pair
+// counts the dropped packets. AllowVRRP undoes it; Lab.Close deletes the
+// switch namespace with it.
+func (n *Node) DropVRRPWith(others ...*Node) error {
+	return n.dropVRRP([]string{"ip protocol 112", "ip6 nexthdr 112"}, others)
+}
+
+// DropVRRP6With is DropVRRPWith for IPv6 VRRP only: the IPv4 instances
+// still hear each other.
+func (n *Node) DropVRRP6With(others ...*Node) error {
+	return n.dropVRRP([]string{"ip6 nexthdr 112"}, others)
+}
+
+func (n *Node) dropVRRP(matches []string, others []*Node) error {
+	var rules strings.Builder
+	for _, o := range others {
+		for _, dir := range [][2]string{{n.port, o.port}, {o.port, n.port}} {
+			for _, m := range matches {
+				fmt.Fprintf(&rules, "\t\tiifname %q oifname %q %s counter drop\n", dir[0], dir[1], m)
+			}
+		}
+	}
+	conf := fmt.Sprintf("table bridge %s {\n\tchain vrrp {\n\t\ttype filter hook forward priority 0; policy accept;\n%s\t}\n}\n",
+		n.vrrpTable(), rules.String())
+	return nsStdin(n.lab.sw, conf, "nft", "-f", "-")
+}
+
+// AllowVRRP undoes DropVRRPWith.
+func (n *Node) AllowVRRP() error {
+	return nsStdin(n.lab.sw, "", "nft", "delete", "table", "bridge", n.vrrpTable())
+}
+
+func (n *Node) vrrpTable() string { return "drop_vrrp_" + n.port }
+
+// VRRPDropCounters is how many packets DropVRRPWith's rules have dropped.
+func (n *Node) VRRPDropCounters() (int, error) {
+	var out bytes.Buffer
+	cmd := exec.Command("ip", "netns", "exec", n.lab.sw, "nft", "list", "table", "bridge", n.vrrpTable())
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("nft list table %s: %w", n.vrrpTable(), err)
+	}
+	total := 0
+	for _, m := range regexp.MustCompile(`counter packets (\d+)`).FindAllStringSubmatch(out.String(), -1) {
+		k, _ := strconv.Atoi(m[1])
+		total += k
+	}
+	return total, nil
 }

@@ -1,0 +1,112 @@
+package vrrp
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/lb/netnstest"
+)
+
+// TestARPConnAnswers asks a real Linux neighbour, in a namespace made for
+// the test, who has its own address and a VIP on its interface, as an ARP
+// request from a node and as an RFC 5227 probe: each answer lands in the
+// table under the neighbour's MAC, and nothing else does.
+func TestARPConnAnswers(t *testing.T) {
+	holder, asker := netnstest.Pair(t, "arp")
+	vip := netip.MustParseAddr("192.0.2.5")
+	netnstest.Run(t, "-n", holder, "addr", "add", vip.String()+"/32", "dev", "eth0")
+	self := netip.MustParseAddr("198.51.100.12")
+	peer := netip.MustParseAddr("198.51.100.11")
+	absent := netip.MustParseAddr("198.51.100.99")
+
+	var table NeighborTable
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type opened struct {
+		c        *ARPConn
+		holderHW net.HardwareAddr
+		err      error
+	}
+	open := make(chan opened, 1)
+	runErr := make(chan error, 1)
+	go func() {
+		// The socket is made on this thread, inside the asker's namespace;
+		// the thread is never unlocked, so Go discards it afterwards.
+		runtime.LockOSThread()
+		if err := netnstest.Enter(asker); err != nil {
+			open <- opened{err: err}
+			return
+		}
+		c, err := OpenARP("eth0", &table)
+		open <- opened{c: c, err: err}
+		if err == nil {
+			runErr <- c.Run(ctx)
+		}
+	}()
+	o := <-open
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	c := o.c
+	var holderMAC MAC
+	copy(holderMAC[:], macOf(t, holder))
+
+	start := time.Now()
+	for _, q := range []struct{ sender, target netip.Addr }{
+		{self, vip}, {netip.IPv4Unspecified(), vip}, {self, peer}, {self, absent},
+	} {
+		if err := c.Ask(q.sender, q.target); err != nil {
+			t.Fatalf("Ask(%s, %s): %v", q.sender, q.target, err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && (len(table.Since(vip, start)) == 0 || len(table.Since(peer, start)) == 0) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, ip := range []netip.Addr{vip, peer} {
+		if got := table.Since(ip, start); !slices.Equal(got, []MAC{holderMAC}) {
+			t.Errorf("who has %s: %v, want [%s]", ip, got, holderMAC)
+		}
+	}
+	if got := table.Since(absent, start); len(got) != 0 {
+		t.Errorf("who has %s (nobody): %v", absent, got)
+	}
+	if got := table.Since(self, start); len(got) != 0 {
+		t.Errorf("our own requests were recorded: %v", got)
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+func macOf(t *testing.T, ns string) net.HardwareAddr {
+	t.Helper()
+	done := make(chan net.HardwareAddr, 1)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := netnstest.Enter(ns); err != nil {
+			errc <- err
+			return
+		}
+		ifi, err := net.InterfaceByName("eth0")
+		if err != nil {
+			errc <- err
+			return
+		}
+		done <- ifi.HardwareAddr
+	}()
+	select {
+	case hw := <-done:
+		return hw
+	case err := <-errc:
+		t.Fatal(err)
+	}
+	return nil
+}

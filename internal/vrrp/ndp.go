@@ -1,0 +1,86 @@
+package vrrp
+
+import (
+	"encoding/binary"
+	"net/netip"
+)
+
+// ICMPv6 Neighbor Discovery (RFC 4861) as the split-brain check uses it:
+// a Neighbor Advertisement says its sender has the target address, as an
+// ARP reply does for IPv4.
+const (
+	icmp6NS        = 135
+	icmp6NA        = 136
+	ndOptSLLA      = 1
+	ndOptTLLA      = 2
+	ipv6HdrLen     = 40
+	naFlagOverride = 0x20000000
+)
+
+// IPv6Packet is what the split-brain check reads from an IPv6 packet seen
+// on the link with its link-layer source: a Neighbor Advertisement (the
+// sender has Target) or a VRRP advert (the sender's own address, mostly
+// link-local, is Source).
+type IPv6Packet struct {
+	Source netip.Addr
+	// Target is set for a Neighbor Advertisement.
+	Target netip.Addr
+	VRRP   bool
+}
+
+// ParseIPv6 reads an IPv6 packet from its fixed header on (no link header):
+// a Neighbor Advertisement with hop limit 255, as RFC 4861 requires of
+// every accepted one, or a VRRP advert. Anything else is refused.
+func ParseIPv6(b []byte) (IPv6Packet, bool) {
+	if len(b) < ipv6HdrLen || b[0]>>4 != 6 {
+		return IPv6Packet{}, false
+	}
+	src := netip.AddrFrom16([16]byte(b[8:24]))
+	switch b[6] {
+	case Protocol:
+		return IPv6Packet{Source: src, VRRP: true}, true
+	case 58:
+		m := b[ipv6HdrLen:]
+		if len(m) < 24 || m[0] != icmp6NA || m[1] != 0 || b[7] != 255 {
+			return IPv6Packet{}, false
+		}
+		t := netip.AddrFrom16([16]byte(m[8:24]))
+		if t.IsMulticast() || t.IsUnspecified() {
+			return IPv6Packet{}, false
+		}
+		return IPv6Packet{Source: src, Target: t}, true
+	}
+	return IPv6Packet{}, false
+}
+
+// NeighborSolicitation is the ICMPv6 message (checksum left 0: the kernel
+// fills it in for ICMPv6 sockets) asking who has target, with our MAC.
+func NeighborSolicitation(target netip.Addr, mac MAC) []byte {
+	b := make([]byte, 32)
+	b[0] = icmp6NS
+	t := target.As16()
+	copy(b[8:24], t[:])
+	b[24], b[25] = ndOptSLLA, 1
+	copy(b[26:32], mac[:])
+	return b
+}
+
+// UnsolicitedAdvertisement is the ICMPv6 message announcing that mac has
+// target (override set): IPv6's gratuitous ARP.
+func UnsolicitedAdvertisement(target netip.Addr, mac MAC) []byte {
+	b := make([]byte, 32)
+	b[0] = icmp6NA
+	binary.BigEndian.PutUint32(b[4:8], naFlagOverride)
+	t := target.As16()
+	copy(b[8:24], t[:])
+	b[24], b[25] = ndOptTLLA, 1
+	copy(b[26:32], mac[:])
+	return b
+}
+
+// SolicitedNode is the multicast group a Neighbor Solicitation for a goes
+// to (ff02::1:ffXX:XXXX).
+func SolicitedNode(a netip.Addr) netip.Addr {
+	s := a.As16()
+	return netip.AddrFrom16([16]byte{0xff, 0x02, 10: 0, 11: 1, 12: 0xff, 13: s[13], 14: s[14], 15: s[15]})
+}

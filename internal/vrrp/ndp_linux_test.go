@@ -1,0 +1,151 @@
+package vrrp
+
+import (
+	"context"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/lb/netnstest"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestNDPConnAnswers runs a real keepalived holding an IPv6 VIP in one
+// namespace made for the test and an NDPConn in another on the same link:
+// the VIP (from keepalived's own advertisements or our solicitation) and
+// the holder's node address (solicited) land in the table under the
+// holder's MAC, and so does the link-local source of its VRRP adverts, the
+// address the split-brain check hears the keeper by.
+func TestNDPConnAnswers(t *testing.T) {
+	if _, err := exec.LookPath("keepalived"); err != nil {
+		t.Fatalf("keepalived not found (run hack/install-deps.sh as root): %v", err)
+	}
+	holder, asker := netnstest.Pair(t, "ndp")
+	vip := netip.MustParseAddr("2001:db8::5")
+	peer := netip.MustParseAddr("2001:db8:1::11")
+	absent := netip.MustParseAddr("2001:db8:1::99")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "keepalived.conf")
+	writeFile(t, conf, `global_defs {
+    vrrp_version 3
+}
+vrrp_instance ndp_v6 {
+    state MASTER
+    interface eth0
+    virtual_router_id 15
+    priority 250
+    advert_int 0.1
+    virtual_ipaddress {
+        2001:db8::5/128
+    }
+}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", holder, "keepalived", "-n", "-l", "-D", "--vrrp",
+		"-f", conf, "-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(unix.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("keepalived output:\n%s", out.String())
+		}
+	})
+
+	var table NeighborTable
+	type opened struct {
+		c   *NDPConn
+		err error
+	}
+	open := make(chan opened, 1)
+	runErr := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := netnstest.Enter(asker); err != nil {
+			open <- opened{err: err}
+			return
+		}
+		c, err := OpenNDP("eth0", &table)
+		open <- opened{c: c, err: err}
+		if err == nil {
+			runErr <- c.Run(ctx)
+		}
+	}()
+	o := <-open
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	c := o.c
+	var holderMAC MAC
+	copy(holderMAC[:], macOf(t, holder))
+
+	start := time.Now()
+	linkLocal := func() []netip.Addr {
+		var out []netip.Addr
+		for _, a := range table.Addrs(start) {
+			if a.IsLinkLocalUnicast() {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	// Sends fail with "network is unreachable" until the new link has its
+	// link-local address and multicast route; lbconfig asks again at its
+	// next check, and so does this loop.
+	var sendErr error
+	sent := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && (len(table.Since(vip, start)) == 0 || len(table.Since(peer, start)) == 0 || len(linkLocal()) == 0) {
+		for _, a := range []netip.Addr{vip, peer, absent} {
+			if err := c.Ask(a); err != nil {
+				sendErr = err
+			} else {
+				sent++
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if sent == 0 {
+		t.Fatalf("no Neighbor Solicitation could be sent: %v", sendErr)
+	}
+	for _, a := range []netip.Addr{vip, peer} {
+		if got := table.Since(a, start); !slices.Equal(got, []MAC{holderMAC}) {
+			t.Errorf("who has %s: %v, want [%s]", a, got, holderMAC)
+		}
+	}
+	if got := table.Since(absent, start); len(got) != 0 {
+		t.Errorf("who has %s (nobody): %v", absent, got)
+	}
+	ll := linkLocal()
+	if len(ll) != 1 {
+		t.Fatalf("link-local VRRP sources: %v, want the holder's", ll)
+	}
+	if got := table.Since(ll[0], start); !slices.Equal(got, []MAC{holderMAC}) {
+		t.Errorf("VRRP adverts from %s: %v, want [%s]", ll[0], got, holderMAC)
+	}
+	if err := c.Announce(vip); err != nil {
+		t.Errorf("Announce: %v", err)
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

@@ -1,0 +1,212 @@
+package vrrp
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// MAC is a link-layer address, comparable so it can key maps and be ordered.
+type MAC [6]byte
+
+func (m MAC) String() string { return net.HardwareAddr(m[:]).String() }
+
+// Claim is another host that said it has one of a group's VIPs (an ARP
+// reply or a gratuitous ARP with the VIP as sender) in the last probe
+// window. Peer says its MAC is a known cluster node's: only a peer running
+// VRRP for the group can step down as we would, so only a peer's claim is
+// settled by the rule; any other device answering for the VIP is reported,
+// never obeyed (stepping down would hand the VIP to something that is not
+// serving it).
+type Claim struct {
+	VIP  netip.Addr
+	MAC  MAC
+	Peer bool
+}
+
+// SplitInput is what one check of a group saw.
+type SplitInput struct {
+	// Held: one of the group's VIPs is on our interface now.
+	Held bool
+	// Self is our interface's MAC, the one we answer ARP with.
+	Self MAC
+	// Claims are the other hosts that claimed the group's VIPs since the
+	// last check.
+	Claims []Claim
+	// HeardFrom says whether, for each of vips, one of the routers with
+	// these MACs advertised it (priority above 0) after the given time: the
+	// keeper's VRRP reaches us again for every VIP the split was about.
+	// Another router's adverts say nothing (a third node that took over for
+	// a moment when we resigned is heard too, the keeper still not), and
+	// neither do the keeper's adverts of a VIP of the other family, whose
+	// VRRP may flow while this one's is dropped.
+	HeardFrom func(since time.Time, macs []MAC, vips []netip.Addr) bool
+}
+
+// SplitEvent is what a check decided.
+type SplitEvent int
+
+const (
+	SplitNone SplitEvent = iota
+	// SplitKept: two holders for Confirm, and the rule keeps the VIP here.
+	SplitKept
+	// SplitStepDown: two holders for Confirm, and the rule gives the VIP up
+	// here: the group goes to FAULT until a Resume.
+	SplitStepDown
+	// SplitResumeHeard: stepped down, and the holder's adverts reach us
+	// again: back to BACKUP, where VRRP decides as usual.
+	SplitResumeHeard
+	// SplitResumeQuiet: stepped down, and nobody claimed the VIP for
+	// Quiet: the other holder is gone, back to BACKUP so we can take over.
+	SplitResumeQuiet
+	// SplitForeign: a host that is no cluster node claims a VIP we hold.
+	SplitForeign
+)
+
+func (e SplitEvent) String() string {
+	switch e {
+	case SplitNone:
+		return "none"
+	case SplitKept:
+		return "kept"
+	case SplitStepDown:
+		return "stepped-down"
+	case SplitResumeHeard:
+		return "resumed-adverts-heard"
+	case SplitResumeQuiet:
+		return "resumed-holder-gone"
+	case SplitForeign:
+		return "foreign"
+	}
+	return fmt.Sprintf("event-%d", int(e))
+}
+
+// Default split-brain timings. Confirm outlasts the overlap of a normal
+// takeover (the dead holder's stale VIP goes within ~260 ms of a crash, lab)
+// so only a lasting second holder counts; Quiet is three probe intervals
+// without a claim.
+const (
+	DefaultSplitConfirm = 400 * time.Millisecond
+	DefaultSplitQuiet   = 600 * time.Millisecond
+)
+
+// SplitBrain settles two VRRP masters of one group that cannot hear each
+// other (a switch that drops the multicast adverts while unicast flows:
+// IGMP snooping without a querier, a filter): VRRP alone keeps both for as
+// long as it lasts, each answering ARP for the VIP, and clients split
+// between them. The rule is one both sides compute alike without talking:
+// of the cluster nodes claiming the VIP, the one with the lowest MAC keeps
+// it; the others step down (their instance goes to FAULT) and stay down
+// while the keeper answers and its adverts still do not reach them. Pure:
+// the caller probes and writes the files.
+type SplitBrain struct {
+	Confirm time.Duration // 0: DefaultSplitConfirm
+	Quiet   time.Duration // 0: DefaultSplitQuiet
+
+	down          bool
+	conflictSince time.Time
+	downSince     time.Time
+	lastClaim     time.Time
+	keepers       []MAC        // the lower-MAC peers we stepped down for
+	split         []netip.Addr // the VIPs they claimed
+	kept          bool         // SplitKept reported for the current conflict
+	foreignSince  time.Time    // a foreign claim seen at every check since
+	foreign       bool         // SplitForeign reported for the current claim
+}
+
+// Down says whether the group is stepped down.
+func (s *SplitBrain) Down() bool { return s.down }
+
+// Step takes one check's input and says what changed.
+func (s *SplitBrain) Step(in SplitInput, now time.Time) SplitEvent {
+	confirm := s.Confirm
+	if confirm <= 0 {
+		confirm = DefaultSplitConfirm
+	}
+	quiet := s.Quiet
+	if quiet <= 0 {
+		quiet = DefaultSplitQuiet
+	}
+	var peers []Claim
+	foreign := false
+	for _, c := range in.Claims {
+		switch {
+		case c.MAC == in.Self:
+		case c.Peer:
+			peers = append(peers, c)
+		default:
+			foreign = true
+		}
+	}
+	if s.down {
+		if len(peers) > 0 {
+			s.lastClaim = now
+		}
+		switch {
+		case in.HeardFrom != nil && in.HeardFrom(s.downSince, s.keepers, s.split):
+			s.reset()
+			return SplitResumeHeard
+		case now.Sub(s.lastClaim) >= quiet:
+			s.reset()
+			return SplitResumeQuiet
+		}
+		return SplitNone
+	}
+	if !in.Held {
+		s.conflictSince, s.kept = time.Time{}, false
+		s.foreignSince, s.foreign = time.Time{}, false
+		return SplitNone
+	}
+	// A claim by a MAC not (yet) known as a peer's is reported once it
+	// lasts: a peer's MAC may only be learned a check later.
+	ev := SplitNone
+	switch {
+	case !foreign:
+		s.foreignSince, s.foreign = time.Time{}, false
+	case s.foreignSince.IsZero():
+		s.foreignSince = now
+	case !s.foreign && now.Sub(s.foreignSince) >= confirm:
+		s.foreign = true
+		ev = SplitForeign
+	}
+	if len(peers) == 0 {
+		s.conflictSince, s.kept = time.Time{}, false
+		return ev
+	}
+	if s.conflictSince.IsZero() {
+		s.conflictSince = now
+	}
+	if now.Sub(s.conflictSince) < confirm {
+		return ev
+	}
+	var keepers []MAC
+	var split []netip.Addr
+	for _, p := range peers {
+		if bytes.Compare(p.MAC[:], in.Self[:]) < 0 {
+			if !slices.Contains(keepers, p.MAC) {
+				keepers = append(keepers, p.MAC)
+			}
+			if p.VIP.IsValid() && !slices.Contains(split, p.VIP) {
+				split = append(split, p.VIP)
+			}
+		}
+	}
+	if len(keepers) > 0 {
+		s.down, s.downSince, s.lastClaim, s.keepers, s.split = true, now, now, keepers, split
+		s.conflictSince, s.kept = time.Time{}, false
+		s.foreignSince, s.foreign = time.Time{}, false
+		return SplitStepDown
+	}
+	if !s.kept {
+		s.kept = true
+		return SplitKept
+	}
+	return ev
+}
+
+func (s *SplitBrain) reset() {
+	*s = SplitBrain{Confirm: s.Confirm, Quiet: s.Quiet}
+}
