@@ -221,6 +221,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		if r := l.reload[lb.Keepalived]; r.method == "pidfile" {
 			defer l.startVIPChecker(ctx, ctl.Model, r.path, heard)()
 		}
+		defer l.startDrainer(ctx, ctl.Model)()
 		sc := newSplitCheck(ctl.Model, heard)
 		defer sc.run(ctx)()
 		gate := ctl.Gate
@@ -360,6 +361,27 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 		wg.Go(func() { _ = p.Run(ctx) })
 	}
 	return wg.Wait
+}
+
+// startDrainer keeps each VIP keepalived releases on lo for a second (see
+// vrrp.Drainer); the returned func waits for it to stop.
+func (l *LBConfig) startDrainer(ctx context.Context, m *cluster.Model) (wait func()) {
+	d := &vrrp.Drainer{
+		Interface: m.Interface(),
+		VIPs:      m.VIPs(),
+		Kept: func(p netip.Prefix) {
+			log.Infof("%s left %s: kept on lo for %s so clients that still send here are served", p, m.Interface(), vrrp.DefaultDrain)
+		},
+		Failed: func(p netip.Prefix, err error) { log.Warningf("drain copy of %s on lo: %v", p, err) },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := d.Run(ctx); err != nil {
+			log.Warningf("released VIPs are not kept for a drain: %v", err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // startVIPChecker removes VIPs a dead keepalived left on the interface

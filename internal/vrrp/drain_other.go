@@ -1,0 +1,22 @@
+//go:build !linux
+
+package vrrp
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// Drainer needs Linux.
+type Drainer struct {
+	Interface string
+	VIPs      []netip.Addr
+	Drain     time.Duration
+	Kept      func(netip.Prefix)
+	Failed    func(netip.Prefix, error)
+}
+
+// Run fails off Linux.
+func (d *Drainer) Run(ctx context.Context) error { return errors.New("drain: Linux only") }
