@@ -27,32 +27,7 @@ func TestARPConnAnswers(t *testing.T) {
 	var table NeighborTable
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	type opened struct {
-		c        *ARPConn
-		holderHW net.HardwareAddr
-		err      error
-	}
-	open := make(chan opened, 1)
-	runErr := make(chan error, 1)
-	go func() {
-		// The socket is made on this thread, inside the asker's namespace;
-		// the thread is never unlocked, so Go discards it afterwards.
-		runtime.LockOSThread()
-		if err := netnstest.Enter(asker); err != nil {
-			open <- opened{err: err}
-			return
-		}
-		c, err := OpenARP("eth0", &table)
-		open <- opened{c: c, err: err}
-		if err == nil {
-			runErr <- c.Run(ctx)
-		}
-	}()
-	o := <-open
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	c := o.c
+	c, runErr := runIn(t, ctx, asker, func() (*ARPConn, error) { return OpenARP("eth0", &table) })
 	var holderMAC MAC
 	copy(holderMAC[:], macOf(t, holder))
 

@@ -4,17 +4,11 @@ import (
 	"context"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/infradns/infradns/internal/lb/netnstest"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestListenerKeepalived runs a real keepalived (vrrp_version 3, advert_int
@@ -22,16 +16,11 @@ import (
 // second one on the same veth link, and checks the adverts it decodes: the
 // parser and the socket code against the real sender, for both families.
 func TestListenerKeepalived(t *testing.T) {
-	for _, tool := range []string{"keepalived"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found (run hack/install-deps.sh as root): %v", tool, err)
-		}
-	}
 	router, listener := netnstest.Pair(t, "vrrp")
 
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "keepalived.conf")
-	writeFile(t, conf, `global_defs {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	startKeepalived(t, ctx, router, `global_defs {
     vrrp_version 3
 }
 vrrp_instance idnsv_v4 {
@@ -55,29 +44,6 @@ vrrp_instance idnsv_v6 {
     }
 }
 `)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", router, "keepalived", "-n", "-l", "-D",
-		"-f", conf, "-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(unix.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("keepalived output:\n%s", out.String())
-		}
-	})
 
 	var mu sync.Mutex
 	seen := map[bool]Observation{}
@@ -96,17 +62,8 @@ vrrp_instance idnsv_v6 {
 	}, Invalid: func(err error) { t.Logf("Invalid packet: %v", err) }}
 
 	lctx, lcancel := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() {
-		// The sockets are made on this thread, inside the listener's namespace;
-		// the thread is never unlocked, so Go discards it afterwards.
-		runtime.LockOSThread()
-		if err := netnstest.Enter(listener); err != nil {
-			runErr <- err
-			return
-		}
-		runErr <- l.Run(lctx)
-	}()
+	// Run opens the sockets, on a thread inside the listener's namespace.
+	_, runErr := runIn(t, lctx, listener, func() (*Listener, error) { return l, nil })
 	select {
 	case <-got:
 	case err := <-runErr:

@@ -3,17 +3,11 @@ package vrrp
 import (
 	"context"
 	"net/netip"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/infradns/infradns/internal/lb/netnstest"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestNDPConnAnswers runs a real keepalived holding an IPv6 VIP in one
@@ -23,16 +17,13 @@ import (
 // holder's MAC, and so does the link-local source of its VRRP adverts, the
 // address the split-brain check hears the keeper by.
 func TestNDPConnAnswers(t *testing.T) {
-	if _, err := exec.LookPath("keepalived"); err != nil {
-		t.Fatalf("keepalived not found (run hack/install-deps.sh as root): %v", err)
-	}
 	holder, asker := netnstest.Pair(t, "ndp")
 	vip := netip.MustParseAddr("2001:db8::5")
 	peer := netip.MustParseAddr("2001:db8:1::11")
 	absent := netip.MustParseAddr("2001:db8:1::99")
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "keepalived.conf")
-	writeFile(t, conf, `global_defs {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	startKeepalived(t, ctx, holder, `global_defs {
     vrrp_version 3
 }
 vrrp_instance ndp_v6 {
@@ -45,55 +36,9 @@ vrrp_instance ndp_v6 {
         2001:db8::5/128
     }
 }
-`)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", holder, "keepalived", "-n", "-l", "-D", "--vrrp",
-		"-f", conf, "-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(unix.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("keepalived output:\n%s", out.String())
-		}
-	})
-
+`, "--vrrp")
 	var table NeighborTable
-	type opened struct {
-		c   *NDPConn
-		err error
-	}
-	open := make(chan opened, 1)
-	runErr := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := netnstest.Enter(asker); err != nil {
-			open <- opened{err: err}
-			return
-		}
-		c, err := OpenNDP("eth0", &table)
-		open <- opened{c: c, err: err}
-		if err == nil {
-			runErr <- c.Run(ctx)
-		}
-	}()
-	o := <-open
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	c := o.c
+	c, runErr := runIn(t, ctx, asker, func() (*NDPConn, error) { return OpenNDP("eth0", &table) })
 	var holderMAC MAC
 	copy(holderMAC[:], macOf(t, holder))
 
