@@ -377,8 +377,17 @@ func (l *LBConfig) startDrainer(ctx context.Context, m *cluster.Model) (wait fun
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := d.Run(ctx); err != nil {
-			log.Warningf("released VIPs are not kept for a drain: %v", err)
+		for {
+			err := d.Run(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warningf("released VIPs are not kept for a drain: %v (retry in 5s)", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(5 * time.Second):
+			}
 		}
 	}()
 	return func() { <-done }

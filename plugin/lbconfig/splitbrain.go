@@ -291,7 +291,8 @@ func (sc *splitCheck) report(g splitGroup, ev vrrp.SplitEvent, in vrrp.SplitInpu
 	splitBrainEvents.WithLabelValues(g.name, ev.String()).Inc()
 	var others []string
 	for _, c := range in.Claims {
-		if c.MAC != in.Self {
+		// The peers for a split, the strangers for a foreign claim.
+		if c.MAC != in.Self && c.Peer != (ev == vrrp.SplitForeign) && !slices.Contains(others, c.MAC.String()) {
 			others = append(others, c.MAC.String())
 		}
 	}
