@@ -10,7 +10,7 @@ BIN     := bin
 RUN_PORT     ?= 1053
 RUN_UPSTREAM ?= /etc/resolv.conf
 
-.PHONY: all build image run test unit e2e deps bench bench-scale verify lint fmt clean
+.PHONY: all build image image-oci run test unit e2e deps bench bench-scale verify lint fmt clean
 
 all: build
 
@@ -31,6 +31,12 @@ image:
 	@test -n "$(CONTAINER_ENGINE)" || { echo "make image: no podman or docker here (set CONTAINER_ENGINE=...); the Dockerfile is checked by 'go test ./deploy/...'" >&2; exit 1; }
 	@$(CONTAINER_ENGINE) info >/dev/null 2>&1 || { echo "make image: $(CONTAINER_ENGINE) is installed but its engine does not answer ($(CONTAINER_ENGINE) info fails); the Dockerfile is checked by 'go test ./deploy/...'" >&2; exit 1; }
 	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
+# make image-oci: the same image without a container engine or a registry,
+# from Debian's archive (mmdebstrap; the Debian layer is cached), as an OCI
+# archive: ctr -n k8s.io images import $(BIN)/infradns-image.oci.tar
+image-oci: build
+	$(GO) run ./hack/image-oci -version $(VERSION) -name $(IMAGE) -bin $(BIN) -o $(BIN)/infradns-image.oci.tar
 
 run: build
 	@echo "Serving ocp4.example.com on 127.0.0.1:$(RUN_PORT). Try, in another shell:"

@@ -22,6 +22,11 @@ declare -A pkgs=(
   [vtysh]=frr
   [bird]=bird2
   [nft]=nftables
+  # The image without a registry (make image-oci) and the real-kubelet lab.
+  [mmdebstrap]=mmdebstrap
+  [containerd]=containerd
+  [ctr]=containerd
+  [runc]=runc
 )
 
 missing=()

@@ -304,6 +304,10 @@ func TestPodRuntimeSettings(t *testing.T) {
 				if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
 					t.Errorf("%s %s/%s: terminationMessagePolicy %q", role, name, c.Name, c.TerminationMessagePolicy)
 				}
+				// kubelet restarts what hangs: every container has a liveness probe.
+				if c.LivenessProbe == nil {
+					t.Errorf("%s %s/%s: no liveness probe", role, name, c.Name)
+				}
 				if c.Name == "keepalived" && !slices.Contains(c.SecurityContext.Capabilities.Add, "IPC_LOCK") {
 					t.Errorf("%s %s: keepalived lacks IPC_LOCK for vrrp_no_swap: %v", role, name, c.SecurityContext.Capabilities.Add)
 				}

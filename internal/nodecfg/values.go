@@ -43,6 +43,9 @@ type Values struct {
 	// Metrics, LBMetrics, PublisherMetrics are ADDRESS:PORT of the three
 	// metrics endpoints: on metricsAddress, loopback unless the file says.
 	Metrics, LBMetrics, PublisherMetrics string
+	// MetricsProbeHost is where kubelet reaches them: the address, or
+	// loopback when they listen on every address.
+	MetricsProbeHost string
 }
 
 var (
@@ -356,5 +359,12 @@ func (f File) metrics(v *Values) error {
 	v.Metrics = netip.AddrPortFrom(a, metricsPort).String()
 	v.LBMetrics = netip.AddrPortFrom(a, lbMetricsPort).String()
 	v.PublisherMetrics = netip.AddrPortFrom(a, publisherMetricsPort).String()
+	v.MetricsProbeHost = a.String()
+	if a.IsUnspecified() {
+		v.MetricsProbeHost = "127.0.0.1"
+		if a.Is6() {
+			v.MetricsProbeHost = "::1"
+		}
+	}
 	return nil
 }
