@@ -3,6 +3,7 @@ package lb
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,22 @@ type Reloader interface {
 	Reload(ctx context.Context) error
 }
 
+// ErrNotRunning is wrapped by a reload that found no daemon to tell: no pid
+// file or no such process, no master socket or nobody listening on it. Under
+// kubelet the pods start in any order, so lbconfig often writes before
+// keepalived or haproxy runs; that is no failure (the daemon reads the file
+// when it starts), but the reload is retried, since a daemon that read the
+// old file an instant before may not have opened its socket yet.
+var ErrNotRunning = errors.New("not running")
+
+// notRunning wraps err with ErrNotRunning when it says the daemon is absent.
+func notRunning(err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w: %w", ErrNotRunning, err)
+	}
+	return err
+}
+
 // SignalPidfile sends Signal to the process whose pid is in Path:
 // keepalived reloads on SIGHUP, haproxy's master on SIGUSR2.
 type SignalPidfile struct {
@@ -30,14 +47,14 @@ type SignalPidfile struct {
 func (s SignalPidfile) Reload(context.Context) error {
 	b, err := os.ReadFile(s.Path)
 	if err != nil {
-		return fmt.Errorf("reload: %w", err)
+		return fmt.Errorf("reload: %w", notRunning(err))
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 {
 		return fmt.Errorf("reload: pid file %s holds %q", s.Path, bytes.TrimSpace(b))
 	}
 	if err := syscall.Kill(pid, s.Signal); err != nil {
-		return fmt.Errorf("reload: signal %v to pid %d from %s: %w", s.Signal, pid, s.Path, err)
+		return fmt.Errorf("reload: signal %v to pid %d from %s: %w", s.Signal, pid, s.Path, notRunning(err))
 	}
 	return nil
 }
@@ -54,7 +71,7 @@ func (m MasterSocket) Reload(ctx context.Context) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", m.Path)
 	if err != nil {
-		return fmt.Errorf("reload: haproxy master socket: %w", err)
+		return fmt.Errorf("reload: haproxy master socket: %w", notRunning(err))
 	}
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -161,5 +162,47 @@ func writeTestFile(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReloadNotRunning: a daemon that is not there yet is told apart from a
+// failed reload, and only then.
+func TestReloadNotRunning(t *testing.T) {
+	dir := t.TempDir()
+	// A socket file nobody listens on any more.
+	stale := filepath.Join(dir, "stale.sock")
+	l, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	// The pid of a process that has exited.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(dir, "gone.pid")
+	os.WriteFile(gone, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+	garbage := filepath.Join(dir, "garbage.pid")
+	os.WriteFile(garbage, []byte("x"), 0o644)
+
+	tests := []struct {
+		name       string
+		r          Reloader
+		notRunning bool
+	}{
+		{"no master socket", MasterSocket{Path: filepath.Join(dir, "none.sock")}, true},
+		{"nobody on the socket", MasterSocket{Path: stale}, true},
+		{"no pid file", SignalPidfile{Path: filepath.Join(dir, "none.pid"), Signal: syscall.SIGHUP}, true},
+		{"process gone", SignalPidfile{Path: gone, Signal: syscall.SIGHUP}, true},
+		{"pid file garbage", SignalPidfile{Path: garbage, Signal: syscall.SIGHUP}, false},
+		{"command fails", Command{Argv: []string{"false"}}, false},
+	}
+	for _, tc := range tests {
+		err := tc.r.Reload(context.Background())
+		if err == nil || errors.Is(err, ErrNotRunning) != tc.notRunning {
+			t.Errorf("%s: %v, want an error that is ErrNotRunning=%v", tc.name, err, tc.notRunning)
+		}
 	}
 }

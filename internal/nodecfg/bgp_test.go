@@ -69,7 +69,7 @@ func TestRenderBGP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if caps := p.Spec.Containers[0].SecurityContext.Capabilities.Add; !slices.Equal(caps, []corev1.Capability{"NET_ADMIN"}) || p.Spec.HostPID {
+			if caps := p.Spec.Containers[0].SecurityContext.Capabilities.Add; !slices.Equal(caps, []corev1.Capability{"NET_ADMIN", "NET_BIND_SERVICE"}) || p.Spec.HostPID {
 				t.Errorf("lbconfig: caps %v, hostPID %v; want [NET_ADMIN] and no host PIDs", caps, p.Spec.HostPID)
 			}
 		})

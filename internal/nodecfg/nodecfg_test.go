@@ -348,7 +348,7 @@ func TestLeastPrivilege(t *testing.T) {
 		}{
 			"coredns":        {65532, []corev1.Capability{"NET_BIND_SERVICE"}, false},
 			"mdns-publisher": {65532, nil, false},
-			"lbconfig":       {0, []corev1.Capability{"NET_RAW", "NET_ADMIN", "KILL"}, true},
+			"lbconfig":       {0, []corev1.Capability{"NET_RAW", "NET_ADMIN", "KILL", "NET_BIND_SERVICE"}, true},
 		} {
 			p := pods[name]
 			sc := p.Spec.Containers[0].SecurityContext

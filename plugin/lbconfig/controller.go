@@ -158,7 +158,7 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 		k := string(o.Kind)
 		validationFailures.WithLabelValues(k)
 		writesCount.WithLabelValues(k)
-		for _, r := range []string{reloadSuccess, reloadFailure} {
+		for _, r := range []string{reloadSuccess, reloadFailure, reloadNotRunning} {
 			reloadsCount.WithLabelValues(k, r)
 		}
 	}
@@ -181,7 +181,7 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 			Invalid:  func(k lb.Kind, _ error) { validationFailures.WithLabelValues(string(k)).Inc() },
 			Written:  func(k lb.Kind) { writesCount.WithLabelValues(string(k)).Inc() },
 			Reloaded: func(k lb.Kind, err error) {
-				reloadsCount.WithLabelValues(string(k), map[bool]string{true: reloadSuccess, false: reloadFailure}[err == nil]).Inc()
+				reloadsCount.WithLabelValues(string(k), reloadResult(err)).Inc()
 			},
 			Succeeded: func(t time.Time) {
 				l.applied.Store(true)

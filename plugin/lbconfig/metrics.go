@@ -1,7 +1,10 @@
 package lbconfig
 
 import (
+	"errors"
+
 	"github.com/coredns/coredns/plugin"
+	"github.com/infradns/infradns/internal/lb"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -11,6 +14,8 @@ import (
 const (
 	reloadSuccess = "success"
 	reloadFailure = "failure"
+	// The daemon was not running yet: it reads the file when it starts.
+	reloadNotRunning = "not_running"
 )
 
 var (
@@ -42,7 +47,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "reloads_total",
-		Help:      "Counter of reloads of keepalived or haproxy, by file and result (success, failure).",
+		Help:      "Counter of reloads of keepalived or haproxy, by file and result (success, failure, not_running).",
 	}, []string{"file", "result"})
 	vrrpConflicts = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
@@ -102,3 +107,14 @@ var (
 		Help:      "Whether this node announces the VIP's host route (1) or not (0), by vip (vip-mode bgp).",
 	}, []string{"vip"})
 )
+
+// reloadResult is the result label of a reload's error.
+func reloadResult(err error) string {
+	switch {
+	case err == nil:
+		return reloadSuccess
+	case errors.Is(err, lb.ErrNotRunning):
+		return reloadNotRunning
+	}
+	return reloadFailure
+}

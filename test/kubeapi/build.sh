@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver and etcd that the integration tests run, from
+# Builds the real kube-apiserver, etcd and kubelet that the integration tests
+# run (the kubelet: test/e2e's real-kubelet lab), from
 # the Go module proxy, into a cache directory shared by every checkout:
 #   ${INFRADNS_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/infradns/kube}/<kube>-etcd<etcd>/
 # A stamp (module versions + go.mod/go.sum/build.sh hash + Go version) makes a
@@ -19,7 +20,7 @@ stamp="$(printf '%s\n' "$kube_version" "$etcd_version" "$("$GO" env GOVERSION)" 
 	"$(cat go.mod go.sum build.sh | sha256sum | cut -d' ' -f1)")"
 
 fresh() {
-	[[ -x "$out/kube-apiserver" && -x "$out/etcd" && -f "$out/stamp" ]] &&
+	[[ -x "$out/kube-apiserver" && -x "$out/etcd" && -x "$out/kubelet" && -f "$out/stamp" ]] &&
 		[[ "$(cat "$out/stamp")" == "$stamp" ]]
 }
 
@@ -37,7 +38,7 @@ if fresh; then # another caller built it while we waited
 fi
 
 start=$(date +%s)
-echo "building kube-apiserver $kube_version and etcd $etcd_version into $out (cold: ~5 min on 2 cores)" >&2
+echo "building kube-apiserver and kubelet $kube_version and etcd $etcd_version into $out (cold: ~15 min on 2 cores)" >&2
 GOFLAGS=-mod=mod "$GO" mod download
 minor="${kube_version#v1.}"
 minor="${minor%%.*}"
@@ -50,9 +51,11 @@ tmp="$(mktemp -d "$out/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 CGO_ENABLED=0 GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "$ldflags" \
 	-o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+CGO_ENABLED=0 GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "$ldflags" \
+	-o "$tmp/kubelet" k8s.io/kubernetes/cmd/kubelet
 CGO_ENABLED=0 GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "-s -w" \
 	-o "$tmp/etcd" go.etcd.io/etcd/server/v3
-mv -f "$tmp/kube-apiserver" "$tmp/etcd" "$out/"
+mv -f "$tmp/kube-apiserver" "$tmp/etcd" "$tmp/kubelet" "$out/"
 printf '%s\n' "$stamp" >"$out/stamp"
 echo "built in $(($(date +%s) - start)) s" >&2
 echo "$out"

@@ -29,7 +29,13 @@ type startOpts struct {
 	env      []string
 	dir      string
 	hostname string
+	hostSys  bool
 }
+
+// WithHostSys enters only the node's network namespace (nsenter) instead of
+// `ip netns exec`, which also mounts the namespace's own /sys and so hides
+// /sys/fs/cgroup from a container runtime or a kubelet started in the node.
+func WithHostSys() StartOption { return func(o *startOpts) { o.hostSys = true } }
 
 // WithEnv adds "KEY=value" entries to the process environment (which is the
 // test binary's otherwise).
@@ -89,9 +95,13 @@ func (n *Node) StartErr(name string, argv []string, opts ...StartOption) (*Proce
 
 	// ip netns exec, unshare and sh all exec in place, so the PID Start sees
 	// is the PID of argv[0] and signals reach it directly.
-	args := append([]string{"netns", "exec", n.NS, "unshare", "--uts", "--",
-		"sh", "-c", `printf %s "$0" >/proc/sys/kernel/hostname && exec "$@"`, o.hostname}, argv...)
-	cmd := exec.Command("ip", args...)
+	enter := []string{"ip", "netns", "exec", n.NS}
+	if o.hostSys {
+		enter = []string{"nsenter", "--net=/run/netns/" + n.NS, "--"}
+	}
+	args := append(append(enter, "unshare", "--uts", "--",
+		"sh", "-c", `printf %s "$0" >/proc/sys/kernel/hostname && exec "$@"`, o.hostname), argv...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = o.dir
 	if len(o.env) > 0 {

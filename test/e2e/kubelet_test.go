@@ -1,0 +1,630 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/deploy/image"
+	"github.com/infradns/infradns/internal/kubetest"
+	"github.com/infradns/infradns/internal/nodecfg"
+	"github.com/infradns/infradns/test/e2e/lab"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The real-kubelet lab: each node runs its own containerd and kubelet, which
+// run the static pods exactly as `infradns render-node` wrote them, from the
+// image `make image-oci` builds (no registry anywhere).
+const (
+	klCluster = "kllab"
+	klImage   = "quay.io/infradns/infradns:e2e"
+	klPause   = "registry.k8s.io/pause:3.10"
+	klBound   = 90 * time.Second
+)
+
+var klAPIVIP = lab.Host4(130)
+
+// klNode is one lab node with a private mount namespace (overlays on /etc
+// and /var/lib, tmpfs on /run and /var/log), so render-node, containerd and
+// kubelet use their real paths without touching the host's.
+type klNode struct {
+	n          *lab.Node
+	dir        string       // on the host: containerd's root, configs
+	holder     *lab.Process // keeps the mount namespace
+	containerd *lab.Process
+	kubelet    *lab.Process
+	kubeletBin string
+}
+
+// klHolder mounts the node's private file system tree, then sleeps.
+const klHolder = `set -e
+d=$1
+mount -t tmpfs node "$d"
+for p in /etc /var/lib; do
+  mkdir -p "$d/u$p" "$d/w$p"
+  mount -t overlay overlay -o "lowerdir=$p,upperdir=$d/u$p,workdir=$d/w$p" "$p"
+done
+mount -t tmpfs run /run
+mount -t tmpfs log /var/log
+exec sleep infinity
+`
+
+func (k *klNode) enter(argv ...string) []string {
+	pid := k.holder.Pid()
+	return append([]string{"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", pid), fmt.Sprintf("--uts=/proc/%d/ns/uts", pid),
+		"--net=/run/netns/" + k.n.NS, "--"}, argv...)
+}
+
+// run runs argv in the node's namespaces and returns its output.
+func (k *klNode) run(ctx context.Context, argv ...string) (string, error) {
+	args := k.enter(argv...)
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s on %s: %w\n%s", strings.Join(argv, " "), k.n.Name, err, out)
+	}
+	return string(out), nil
+}
+
+// path is p as the node sees it, reachable from the host.
+func (k *klNode) path(p string) string { return fmt.Sprintf("/proc/%d/root%s", k.holder.Pid(), p) }
+
+func (k *klNode) start(t *testing.T, name string, argv ...string) *lab.Process {
+	t.Helper()
+	pid := k.holder.Pid()
+	return k.n.Start(name, append([]string{"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", pid), "--"}, argv...), lab.WithHostSys())
+}
+
+func (k *klNode) ctr(ctx context.Context, args ...string) (string, error) {
+	return k.run(ctx, append([]string{"ctr", "-a", "/run/containerd/containerd.sock", "-n", "k8s.io"}, args...)...)
+}
+
+// klContainerdConfig: its own root on the host's disk (overlayfs snapshots
+// cannot sit on the node's overlay), the rest at the default paths inside the
+// node. restrict_oom_score_adj: this sandbox withholds CAP_SYS_RESOURCE,
+// without it runc fails to start the pause container.
+const klContainerdConfig = `version = 2
+root = "%[1]s/containerd"
+state = "/run/containerd"
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "%[2]s"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "%[1]s/cni/bin"
+    conf_dir = "%[1]s/cni/net.d"
+`
+
+// klKubeletConfig: standalone (static pods only), cgroup v1 allowed (this
+// host), node allocatable not enforced, frequencies short for a test.
+const klKubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: /etc/kubernetes/manifests
+cgroupDriver: cgroupfs
+failSwapOn: false
+failCgroupV1: false
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+imageServiceEndpoint: unix:///run/containerd/containerd.sock
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+readOnlyPort: 0
+address: 127.0.0.1
+healthzBindAddress: 127.0.0.1
+enforceNodeAllocatable: []
+cgroupsPerQOS: false
+localStorageCapacityIsolation: false
+volumePluginDir: %[1]s/volume-plugins
+fileCheckFrequency: 1s
+syncFrequency: 2s
+nodeStatusUpdateFrequency: 2s
+resolvConf: /etc/resolv.conf
+`
+
+// klImages builds the infradns image from the Dockerfile (make image-oci's
+// code, its Debian layer cached) and a pause image on the same Debian layer.
+func klImages(t *testing.T) (infradns, pause string) {
+	t.Helper()
+	root, err := lab.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logger := testLogger(t)
+	start := time.Now()
+	infradns = filepath.Join(dir, "infradns.oci.tar")
+	if err := image.Build(image.BuildOptions{Dockerfile: filepath.Join(root, "Dockerfile"), Bin: filepath.Join(root, "bin"),
+		Version: "e2e", Name: klImage, Out: infradns, Cache: image.DefaultCache(), Log: logger}); err != nil {
+		t.Fatalf("image-oci: %v", err)
+	}
+	f, err := image.ReadFinal(mustRead(t, filepath.Join(root, "Dockerfile")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := image.DebianLayer(logger, image.DefaultCache(), strings.TrimSuffix(strings.TrimPrefix(f.Base, "debian:"), "-slim"), f.Packages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause = filepath.Join(dir, "pause.oci.tar")
+	w, err := os.Create(pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = image.WriteLayout(w, klPause, image.Final{User: "65535:65535", Entrypoint: []string{"/bin/sleep", "infinity"}},
+		[]image.Layer{{File: base, Comment: "pause: sleep"}}, time.Now())
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("images built in %v", time.Since(start).Round(100*time.Millisecond))
+	return infradns, pause
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func testLogger(t *testing.T) *log.Logger { return log.New(testWriter{t}, "", 0) }
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// klPod is what kubelet's /pods says of one static pod.
+type klPod struct {
+	Name     string
+	Ready    bool
+	Restarts map[string]int32  // by container
+	IDs      map[string]string // container IDs
+}
+
+// pods asks the node's kubelet for its pods and their status (standalone
+// kubelet: the status manager's, through /pods).
+func (k *klNode) pods(ctx context.Context) (map[string]klPod, error) {
+	var list corev1.PodList
+	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DialContext: k.n.DialContext,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:10250/pods", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("kubelet /pods: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, err
+	}
+	out := map[string]klPod{}
+	for _, p := range list.Items {
+		kp := klPod{Name: p.Name, Restarts: map[string]int32{}, IDs: map[string]string{}}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				kp.Ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			kp.Restarts[cs.Name] = cs.RestartCount
+			kp.IDs[cs.Name] = cs.ContainerID
+		}
+		out[strings.TrimSuffix(p.Name, "-"+k.n.Name)] = kp
+	}
+	return out, nil
+}
+
+// waitReady waits until every pod in want is Ready on k.
+func (k *klNode) waitReady(ctx context.Context, t *testing.T, want []string) map[string]klPod {
+	t.Helper()
+	var got map[string]klPod
+	lab.Eventually(t, klBound, 250*time.Millisecond, "every pod Ready on "+k.n.Name, func() error {
+		if k.kubelet.Exited() {
+			return fmt.Errorf("kubelet exited: %v\n%s", k.kubelet.Err(), lab.Tail(k.kubelet.LogPath, 30))
+		}
+		var err error
+		if got, err = k.pods(ctx); err != nil {
+			return err
+		}
+		var notReady []string
+		for _, name := range want {
+			if p, ok := got[name]; !ok || !p.Ready {
+				notReady = append(notReady, name)
+			}
+		}
+		if len(notReady) > 0 {
+			return fmt.Errorf("not Ready: %v (of %d pods)", notReady, len(got))
+		}
+		return nil
+	})
+	return got
+}
+
+// TestKubeletStaticPods runs the rendered static pods under a real kubelet
+// and containerd on three control-plane nodes, with their real security
+// contexts, probes and restart policy, from the image built from the
+// Dockerfile without a registry, against a real kube-apiserver.
+func TestKubeletStaticPods(t *testing.T) {
+	for _, tool := range []string{"containerd", "ctr", "runc", "nsenter", "unshare", "dig", "curl", "mmdebstrap"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
+		}
+	}
+	kubelet := filepath.Join(kubetest.Binaries(t), "kubelet")
+	infradns := lab.Binary(t, "infradns")
+	imgInfradns, imgPause := klImages(t)
+
+	l := lab.New(t, lab.Config{Prefix: "kl", Nodes: 3, Client: true, TeardownGrace: 2 * time.Second})
+	site := l.AddClient("sitedns")
+	siteConf := filepath.Join(t.TempDir(), "Corefile")
+	writeFile(t, siteConf, fmt.Sprintf(".:53 {\n    hosts {\n        %s %s\n    }\n}\n", bootSiteAddr, bootSiteName))
+	site.Start("coredns", []string{lab.Binary(t, "coredns"), "-conf", siteConf})
+
+	// The API first: this lab is the cluster after installation.
+	kube := startLabKube(t, l)
+	apiHostPort := strings.TrimPrefix(kube.URL, "https://")
+	apiAddr, err := netip.ParseAddrPort(apiHostPort)
+	if err != nil {
+		t.Fatalf("apiserver URL %s: %v", kube.URL, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	for _, n := range l.Nodes() {
+		if _, err := kube.Client.CoreV1().Nodes().Create(ctx, controlPlaneNode(n.Name, n.IPv4.String()), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kube.Client.DiscoveryV1().EndpointSlices("default").Create(ctx,
+		apiServerSlice("kubernetes", int32(apiAddr.Port()), apiAddr.Addr().String()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := string(mustRead(t, kube.Kubeconfig))
+
+	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
+	writeFile(t, clusterFile, fmt.Sprintf(`cluster: %s
+domain: %s
+apiVIPs: [%s]
+ingressVIPs: [%s]
+interface: %s
+image: %s
+kubeconfig: /etc/kubernetes/infradns/kubeconfig
+apiServers: [%s]
+upstreams: [198.51.100.53]
+`, klCluster, domain, klAPIVIP, lab.Host4(131), lab.Iface, klImage, apiHostPort))
+
+	base := t.TempDir()
+	var nodes []*klNode
+	for _, n := range l.Nodes() {
+		k := &klNode{n: n, dir: filepath.Join(base, n.Name), kubeletBin: kubelet}
+		if err := os.MkdirAll(filepath.Join(k.dir, "ovl"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		k.holder = n.Start("holder", []string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", klHolder, "sh", filepath.Join(k.dir, "ovl")}, lab.WithHostSys())
+		nodes = append(nodes, k)
+	}
+	// Before the lab's teardown: what the containers said, on a failure.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, k := range nodes {
+			logs, _ := filepath.Glob(k.path("/var/log/pods/*/*/*.log"))
+			for _, f := range logs {
+				t.Logf("--- %s: %s, last 30 lines:\n%s", k.n.Name, strings.TrimPrefix(f, k.path("")), lab.Tail(f, 30))
+			}
+		}
+	})
+	for _, k := range nodes {
+		lab.Eventually(t, 10*time.Second, 50*time.Millisecond, k.n.Name+"'s mounts", func() error {
+			_, err := k.run(ctx, "mountpoint", "-q", "/var/log")
+			return err
+		})
+		// The operator's install: render-node to "/", the dispatcher as
+		// NetworkManager runs it, the kubeconfig.
+		if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", nodecfg.ControlPlane, "-node", k.n.Name, "-o", "/"); err != nil {
+			t.Fatalf("render-node: %v", err)
+		} else if k == nodes[0] {
+			t.Logf("render-node on %s:\n%s", k.n.Name, out)
+		}
+		writeFile(t, k.path("/run/NetworkManager/resolv.conf"), fmt.Sprintf("nameserver 127.0.0.53\nnameserver %s\n", site.IPv4))
+		if out, err := k.run(ctx, "bash", nodecfg.DispatcherPath, lab.Iface, "up"); err != nil {
+			t.Fatalf("dispatcher: %v", err)
+		} else if !strings.Contains(string(mustRead(t, k.path("/etc/resolv.conf"))), "nameserver "+k.n.IPv4.String()) {
+			t.Fatalf("dispatcher on %s did not put the node first in resolv.conf: %s\n%s", k.n.Name, mustRead(t, k.path("/etc/resolv.conf")), out)
+		}
+		if err := os.MkdirAll(k.path("/etc/kubernetes/infradns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// As the guide says: root:65532 0640, read by lbconfig (root) and
+		// mdnsnodes (65532).
+		kc := k.path("/etc/kubernetes/infradns/kubeconfig")
+		if err := os.WriteFile(kc, []byte(kubeconfig), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(kc, 0, 65532); err != nil {
+			t.Fatal(err)
+		}
+		// Only the image's pull policy and tag matter to kubelet: the
+		// manifests stay as rendered.
+		writeFile(t, filepath.Join(k.dir, "containerd.toml"), fmt.Sprintf(klContainerdConfig, k.dir, klPause))
+		writeFile(t, filepath.Join(k.dir, "kubelet.yaml"), fmt.Sprintf(klKubeletConfig, k.dir))
+		k.containerd = k.start(t, "containerd", "containerd", "--config", filepath.Join(k.dir, "containerd.toml"))
+	}
+	manifests, err := filepath.Glob(nodes[0].path(nodecfg.ManifestDir + "/*.yaml"))
+	if err != nil || len(manifests) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	var podNames []string
+	for _, m := range manifests {
+		p, err := nodecfg.DecodePod(mustRead(t, m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		podNames = append(podNames, p.Name)
+	}
+	slices.Sort(podNames)
+
+	// Images: imported into every node's containerd, in parallel.
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, k := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = lab.Poll(ctx, 20*time.Second, 100*time.Millisecond, func() error { _, err := k.ctr(ctx, "version"); return err })
+			for _, img := range []string{imgPause, imgInfradns} {
+				if errs[i] == nil {
+					_, errs[i] = k.ctr(ctx, "images", "import", img)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("images imported into %d containerds in %v", len(nodes), time.Since(start).Round(100*time.Millisecond))
+
+	start = time.Now()
+	for _, k := range nodes {
+		k.startKubelet(t)
+	}
+	for _, k := range nodes {
+		k.waitReady(ctx, t, podNames)
+	}
+	t.Logf("all %d pods Ready by kubelet's probes on %d nodes %v after kubelet started", len(podNames), len(nodes), time.Since(start).Round(100*time.Millisecond))
+
+	// What the pods serve.
+	api, ingress := klAPIVIP.String(), lab.Host4(131).String()
+	for _, k := range nodes {
+		v := runVerify(ctx, t, l.Client(), k.n.IPv4, 53, api, ingress)
+		if v.exit != 0 || v.failed != 0 || v.passed != checksPerRun {
+			t.Fatalf("verify-dns.sh against %s: exit %d, %d passed, %d failed:\n%s", k.n.Name, v.exit, v.passed, v.failed, v.out)
+		}
+	}
+	t.Logf("verify-dns.sh: %d of %d checks passed against each node", checksPerRun, checksPerRun)
+	for _, from := range nodes {
+		for _, to := range nodes {
+			klWaitA(ctx, t, from, to.n.Name+"."+domain, to.n.IPv4.String())
+		}
+		klWaitA(ctx, t, from, bootSiteName, bootSiteAddr)
+	}
+	holder := klOneHolder(ctx, t, nodes, kube)
+	t.Logf("API VIP on %s, the real kube-apiserver served through haproxy", holder.n.Name)
+
+	// No container restarted on the way up (a crash loop that ends Ready
+	// would hide here).
+	for _, k := range nodes {
+		ps, err := k.pods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range ps {
+			for c, n := range p.Restarts {
+				if n != 0 {
+					t.Errorf("%s: %s/%s restarted %d times", k.n.Name, name, c, n)
+				}
+			}
+		}
+	}
+
+	// lbconfig follows the API and reloads haproxy in another container: a
+	// second apiserver address appears in every node's haproxy.cfg, and
+	// lbconfig counts a successful reload of it.
+	reloads := map[*klNode]float64{}
+	for _, k := range nodes {
+		reloads[k] = klHAProxyReloads(ctx, t, k, "success")
+	}
+	extra := lab.Host4(140).String()
+	if _, err := kube.Client.DiscoveryV1().EndpointSlices("default").Create(ctx,
+		apiServerSlice("kubernetes-extra", int32(apiAddr.Port()), extra), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	for _, k := range nodes {
+		cfgs := []string{k.path(nodecfg.LBDir + "/haproxy.cfg")}
+		lab.Eventually(t, 30*time.Second, 100*time.Millisecond, k.n.Name+": haproxy.cfg lists "+extra, func() error {
+			for _, c := range cfgs {
+				if strings.Contains(string(mustRead(t, c)), extra+":") {
+					return nil
+				}
+			}
+			return fmt.Errorf("not in %v", cfgs)
+		})
+	}
+	for _, k := range nodes {
+		lab.Eventually(t, 10*time.Second, 100*time.Millisecond, k.n.Name+": haproxy reloaded", func() error {
+			if n := klHAProxyReloads(ctx, t, k, "success"); n <= reloads[k] {
+				return fmt.Errorf("%v successful reloads, %v before", n, reloads[k])
+			}
+			return nil
+		})
+		if n := klHAProxyReloads(ctx, t, k, "failure"); n != 0 {
+			t.Errorf("%s: %v failed haproxy reloads", k.n.Name, n)
+		}
+	}
+	t.Logf("a new apiserver in every haproxy.cfg, haproxy reloaded by lbconfig from its own container, %v after the EndpointSlice", time.Since(changed).Round(time.Millisecond))
+	klOneHolder(ctx, t, nodes, kube)
+
+	// A container killed through the runtime: kubelet restarts it and the
+	// node recovers (keepalived's stale pid files, the VIP).
+	before := holder.waitReady(ctx, t, podNames)
+	kid := strings.TrimPrefix(before["infradns-keepalived"].IDs["keepalived"], "containerd://")
+	if _, err := holder.ctr(ctx, "tasks", "kill", "-s", "SIGKILL", kid); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	lab.Eventually(t, klBound, 250*time.Millisecond, "keepalived restarted on "+holder.n.Name, func() error {
+		p, err := holder.pods(ctx)
+		if err != nil {
+			return err
+		}
+		if k := p["infradns-keepalived"]; k.Restarts["keepalived"] <= before["infradns-keepalived"].Restarts["keepalived"] || !k.Ready {
+			return fmt.Errorf("restarts %d, ready %v", k.Restarts["keepalived"], k.Ready)
+		}
+		return nil
+	})
+	t.Logf("keepalived SIGKILLed on %s: restarted by kubelet and Ready %v later", holder.n.Name, time.Since(killed).Round(time.Millisecond))
+	klOneHolder(ctx, t, nodes, kube)
+
+	// kubelet restarted: the pods are kept, not restarted.
+	k0 := nodes[0]
+	before = k0.waitReady(ctx, t, podNames)
+	if err := k0.kubelet.Stop(5 * time.Second); err != nil && !k0.kubelet.Exited() {
+		t.Fatal(err)
+	}
+	k0.startKubelet(t)
+	after := k0.waitReady(ctx, t, podNames)
+	for name, p := range before {
+		for c, id := range p.IDs {
+			if after[name].IDs[c] != id {
+				t.Errorf("%s/%s: container %s after kubelet's restart, was %s", name, c, after[name].IDs[c], id)
+			}
+		}
+	}
+	t.Logf("kubelet restarted on %s: all %d pods kept their containers", k0.n.Name, len(before))
+	for _, k := range nodes {
+		if k.containerd.Exited() {
+			t.Errorf("containerd on %s exited: %v\n%s", k.n.Name, k.containerd.Err(), lab.Tail(k.containerd.LogPath, 20))
+		}
+	}
+}
+
+func (k *klNode) startKubelet(t *testing.T) {
+	t.Helper()
+	k.kubelet = k.start(t, "kubelet", k.kubeletBin, "--config", filepath.Join(k.dir, "kubelet.yaml"),
+		"--hostname-override", k.n.Name, "--node-ip", k.n.IPv4.String(), "--v", "1")
+}
+
+// klOneHolder waits until exactly one node holds the API VIP and the real
+// apiserver answers through it (haproxy on the holder).
+func klOneHolder(ctx context.Context, t *testing.T, nodes []*klNode, kube *kubetest.Cluster) *klNode {
+	t.Helper()
+	var holder *klNode
+	lab.Eventually(t, klBound, 200*time.Millisecond, "one node holds the API VIP", func() error {
+		var hs []string
+		for _, k := range nodes {
+			has, err := k.n.HasAddr(klAPIVIP)
+			if err != nil {
+				return err
+			}
+			if has {
+				hs = append(hs, k.n.Name)
+				holder = k
+			}
+		}
+		if len(hs) != 1 {
+			return fmt.Errorf("holders %v", hs)
+		}
+		return nil
+	})
+	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(klAPIVIP, vrrpLBPort))
+	client := nodes[0].n.Lab().Client()
+	lab.Eventually(t, klBound, 200*time.Millisecond, "the API VIP serves the apiserver", func() error {
+		res, err := client.Run(ctx, "curl", "-fsSk", "-m", "2", "-H", "Authorization: Bearer "+kube.Token, url)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(res.Stdout) != "ok" {
+			return fmt.Errorf("answer %q", res.Stdout)
+		}
+		return nil
+	})
+	return holder
+}
+
+// klHAProxyReloads is lbconfig's count of haproxy reloads with result.
+func klHAProxyReloads(ctx context.Context, t *testing.T, k *klNode, result string) float64 {
+	t.Helper()
+	body, err := k.n.HTTPGet(ctx, "http://127.0.0.1:9155/metrics")
+	if err != nil {
+		t.Fatalf("lbconfig metrics on %s: %v", k.n.Name, err)
+	}
+	re := regexp.MustCompile(`(?m)^coredns_lbconfig_reloads_total\{file="haproxy",result="` + result + `"\} (\S+)$`)
+	var sum float64
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+// klWaitA waits until k's CoreDNS answers qname with exactly addr.
+func klWaitA(ctx context.Context, t *testing.T, k *klNode, qname, addr string) {
+	t.Helper()
+	lab.Eventually(t, klBound, 100*time.Millisecond, fmt.Sprintf("%s answers %s A %s", k.n.Name, qname, addr), func() error {
+		res, err := k.n.Dig(ctx, "@"+k.n.IPv4.String(), qname, "A", "+short")
+		if err != nil {
+			return err
+		}
+		if got := strings.Fields(res.Stdout); len(got) != 1 || got[0] != addr {
+			return fmt.Errorf("answer %q", res.Stdout)
+		}
+		return nil
+	})
+}
