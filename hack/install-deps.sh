@@ -22,6 +22,9 @@ declare -A pkgs=(
   [vtysh]=frr
   [bird]=bird2
   [nft]=nftables
+  # systemd's unit parser for the resolver units (internal/nodecfg). Never
+  # systemd-resolved: its postinst replaces the host's /etc/resolv.conf.
+  [systemd-analyze]=systemd
   # The image without a registry (make image-oci) and the real-kubelet lab.
   [mmdebstrap]=mmdebstrap
   [containerd]=containerd

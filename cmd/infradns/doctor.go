@@ -89,7 +89,13 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	local := localAddrs()
-	resolv, _ := os.ReadFile(under("/etc/resolv.conf"))
+	// In systemd-resolved mode /etc/resolv.conf is resolved's stub: what
+	// must name this node first is kubelet's file.
+	resolvFile := "/etc/resolv.conf"
+	if v.Resolved {
+		resolvFile = nodecfg.KubeletResolv
+	}
+	resolv, _ := os.ReadFile(under(resolvFile))
 	add(checkResolv(resolv, local))
 	fwd, _ := os.ReadFile(under(nodecfg.ConfigDir + "/forward.conf"))
 	add(checkForward(fwd, local))

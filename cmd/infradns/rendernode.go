@@ -43,6 +43,11 @@ func renderNode(_ context.Context, args []string, out io.Writer) error {
 	switch *format {
 	case nodecfg.FormatFiles:
 	case nodecfg.FormatMachineConfig, nodecfg.FormatButane:
+		if v.Resolved {
+			// Ignition writes unit files but does not enable them this way,
+			// and OpenShift's nodes run NetworkManager.
+			return fmt.Errorf("render-node: -format %s: OpenShift nodes run NetworkManager: use resolver: networkmanager", *format)
+		}
 		return writeMachineConfig(*format, f.Role, outs, *root, out)
 	default:
 		return fmt.Errorf("render-node: -format %q: want files, machineconfig or butane", *format)

@@ -72,6 +72,10 @@ type File struct {
 	// MetricsAddress is where the metrics endpoints listen (loopback when
 	// not set).
 	MetricsAddress netip.Addr
+	// Resolver is how the node's resolver is wired to CoreDNS:
+	// networkmanager (default: the dispatcher script) or systemd-resolved
+	// (a resolved route for the cluster domain, kept by a systemd unit).
+	Resolver string
 	// VIPMode is vrrp (default) or bgp; BGP is the bgp section.
 	VIPMode string
 	BGP     BGPFile
@@ -124,6 +128,7 @@ var keys = map[string]key{
 	"nodesService":     {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
 	"metricsAddress":   {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
 	"vipMode":          {"vrrp or bgp", str(func(f *File) *string { return &f.VIPMode })},
+	"resolver":         {"networkmanager or systemd-resolved", str(func(f *File) *string { return &f.Resolver })},
 	"bgp":              {"{asn: ASN, peers: [{address: ADDRESS, asn: ASN}], ...}", bgpSection},
 }
 

@@ -110,6 +110,12 @@ func TestFileRefuses(t *testing.T) {
 		{"bad namespace", edit(nil, "namespace: Kube_System"), `c.yaml:11: namespace: "Kube_System" is not a namespace name (a DNS label: lower-case letters, digits, inner '-')`},
 		{"metrics on a multicast address", edit(nil, "metricsAddress: 224.0.0.1"), `c.yaml:11: metricsAddress: 224.0.0.1: an address to listen on (loopback, the node's, or 0.0.0.0)`},
 		{"metrics on a name", edit(nil, "metricsAddress: localhost"), `c.yaml:11: metricsAddress: "localhost" is not an IP address (want an address)`},
+		{"unknown resolver", edit(nil, "resolver: resolvconf"), `c.yaml:11: resolver: "resolvconf" is not networkmanager or systemd-resolved`},
+		{"resolver in the wrong case", edit(nil, "resolver: NetworkManager"), `c.yaml:11: resolver: "NetworkManager" is not networkmanager or systemd-resolved`},
+		{"resolver not a word", edit(nil, "resolver: [systemd-resolved]"), `c.yaml:11: resolver: a list (want networkmanager or systemd-resolved)`},
+		{"resolved without listen", edit(nil, "resolver: systemd-resolved"), `c.yaml:11: resolver, listen: systemd-resolved holds 127.0.0.53:53: set listen (e.g. [ens3, lo]) so CoreDNS binds only those`},
+		{"resolved and the wildcard", edit(nil, "listen: [ens3, 0.0.0.0]", "resolver: systemd-resolved"), `c.yaml:12: resolver, listen: 0.0.0.0: systemd-resolved's stub holds port 53 there`},
+		{"resolved and its stub", edit(nil, "resolver: systemd-resolved", "listen: [127.0.0.53]"), `c.yaml:12: resolver, listen: 127.0.0.53: systemd-resolved's stub holds port 53 there`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

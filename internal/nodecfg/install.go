@@ -41,7 +41,7 @@ type Change struct {
 // file of this list that the current role does not render is removed.
 // forward.conf is not one: once seeded, it is the dispatcher's.
 func managed() []string {
-	out := []string{Corefile, LBCorefile, ResolvEnv, DispatcherPath}
+	out := []string{Corefile, LBCorefile, ResolvEnv, DispatcherPath, ResolverScript, ResolverService, ResolverPath}
 	for _, p := range []string{"coredns", "haproxy", "keepalived", "lbconfig", "mdns-publisher"} {
 		out = append(out, ManifestDir+"/infradns-"+p+".yaml")
 	}

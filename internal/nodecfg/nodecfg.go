@@ -34,6 +34,29 @@ const (
 	DispatcherPath = "/etc/NetworkManager/dispatcher.d/30-infradns-resolv-prepender"
 )
 
+// The resolver wiring in systemd-resolved mode. The node's address is only
+// known at boot (DHCP, or one cluster file for every node), so render-node
+// installs the script and two units, and the script writes the files that
+// name the address: KubeletResolv, ResolvedDropIn and forward.conf.
+const (
+	// ResolverScript is the dispatcher script, installed where a unit
+	// runs it rather than where NetworkManager does.
+	ResolverScript = "/usr/local/libexec/infradns-resolv-prepender"
+	// ResolverService runs it once; ResolverPath runs it again whenever
+	// systemd-resolved rewrites ResolvedUpstreams or render-node resolv.env.
+	ResolverService = "/etc/systemd/system/infradns-resolver.service"
+	ResolverPath    = "/etc/systemd/system/infradns-resolver.path"
+	// KubeletResolv is kubelet's resolvConf: this node's CoreDNS first.
+	KubeletResolv = ConfigDir + "/kubelet-resolv.conf"
+	// ResolvedDropIn routes the cluster domain to this node's CoreDNS. It
+	// is in /run: it holds the address the node has now, and a reboot or
+	// an uninstall leaves no stale one behind.
+	ResolvedDropIn = "/run/systemd/resolved.conf.d/infradns.conf"
+	// ResolvedUpstreams is systemd-resolved's list of the links' real
+	// servers (never its own stub): forward.conf's source.
+	ResolvedUpstreams = "/run/systemd/resolve/resolv.conf"
+)
+
 // Roles a node can have.
 const (
 	ControlPlane = "control-plane"
@@ -114,7 +137,17 @@ func Render(v Values) ([]Output, error) {
 		}
 		out[len(out)-1].Seed = true
 	}
-	out = append(out, Output{Path: DispatcherPath, Mode: 0o755, Data: deploy.Dispatcher})
+	if v.Resolved {
+		out = append(out, Output{Path: ResolverScript, Mode: 0o755, Data: deploy.Dispatcher})
+		if err := add("infradns-resolver.service.tmpl", ResolverService, 0o644); err != nil {
+			return nil, err
+		}
+		if err := add("infradns-resolver.path.tmpl", ResolverPath, 0o644); err != nil {
+			return nil, err
+		}
+	} else {
+		out = append(out, Output{Path: DispatcherPath, Mode: 0o755, Data: deploy.Dispatcher})
+	}
 	if err := Validate(out); err != nil {
 		return nil, err
 	}

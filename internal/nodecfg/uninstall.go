@@ -13,13 +13,15 @@ import (
 // (which sends its priority-0 goodbye and another node takes the VIP within
 // an advert interval) and CoreDNS before their files go; then the
 // dispatcher script, so no network event rewrites resolv.conf behind the
-// restore; then the configuration.
+// restore (in systemd-resolved mode the units, then the script); then the
+// configuration, and what the script wrote.
 func UninstallPaths() []string {
 	var out []string
 	for _, p := range []string{"keepalived", "haproxy", "lbconfig", "mdns-publisher", "coredns"} {
 		out = append(out, ManifestDir+"/infradns-"+p+".yaml")
 	}
-	out = append(out, DispatcherPath, Corefile, LBCorefile, ResolvEnv, ForwardConf,
+	out = append(out, DispatcherPath, ResolverPath, ResolverService, ResolverScript,
+		Corefile, LBCorefile, ResolvEnv, ForwardConf, KubeletResolv, ResolvedDropIn,
 		LBDir+"/keepalived.conf", LBDir+"/haproxy.cfg")
 	return out
 }

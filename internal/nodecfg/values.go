@@ -33,13 +33,21 @@ type Values struct {
 	BGPOptions []string
 	// Spread: several ingress VIPs per family, answered shuffled.
 	Spread bool
+	// Resolver is ResolverNetworkManager or ResolverSystemdResolved;
+	// Resolved is true for the latter.
+	Resolver string
+	Resolved bool
 
 	ConfigDir, LBDir, RunDir, TrackDir, Corefile, ForwardGlob string
-	LBCorefile                                                string
-	KeepalivedConf, KeepalivedPid, VRRPPid                    string
-	HAProxyConf, HAProxySocket                                string
-	HealthPort, ReadyPort, MetricsPort, PublisherMetricsPort  int
-	LBDNSPort, LBHealthPort, LBReadyPort, LBMetricsPort       int
+	// The resolver wiring's paths (systemd-resolved mode): the script,
+	// what it writes, and what makes systemd run it again.
+	ResolverScript, ResolvEnv, ForwardConf, KubeletResolv    string
+	ResolvedDropIn, ResolvedUpstreams                        string
+	LBCorefile                                               string
+	KeepalivedConf, KeepalivedPid, VRRPPid                   string
+	HAProxyConf, HAProxySocket                               string
+	HealthPort, ReadyPort, MetricsPort, PublisherMetricsPort int
+	LBDNSPort, LBHealthPort, LBReadyPort, LBMetricsPort      int
 	// Metrics, LBMetrics, PublisherMetrics are ADDRESS:PORT of the three
 	// metrics endpoints: on metricsAddress, loopback unless the file says.
 	Metrics, LBMetrics, PublisherMetrics string
@@ -170,7 +178,7 @@ func (f File) Values() (Values, error) {
 	if f.AdvertInterval != 0 {
 		v.AdvertInterval = f.AdvertInterval.String()
 	}
-	for _, check := range []func(*Values) error{f.image, f.apiAccess, f.mdnsKey, f.upstreams, f.listen, f.namespaces, f.ports, f.metrics} {
+	for _, check := range []func(*Values) error{f.image, f.apiAccess, f.mdnsKey, f.upstreams, f.listen, f.resolver, f.namespaces, f.ports, f.metrics} {
 		if err := check(&v); err != nil {
 			return Values{}, err
 		}
@@ -189,6 +197,8 @@ func (f File) fixed() Values {
 
 		ConfigDir: ConfigDir, LBDir: LBDir, RunDir: RunDir, TrackDir: RunDir + "/track",
 		Corefile: Corefile, ForwardGlob: ConfigDir + "/forward*.conf",
+		ResolverScript: ResolverScript, ResolvEnv: ResolvEnv, ForwardConf: ForwardConf, KubeletResolv: KubeletResolv,
+		ResolvedDropIn: ResolvedDropIn, ResolvedUpstreams: ResolvedUpstreams,
 		KeepalivedConf: LBDir + "/keepalived.conf", KeepalivedPid: RunDir + "/keepalived.pid",
 		VRRPPid: RunDir + "/vrrp.pid", HAProxyConf: LBDir + "/haproxy.cfg",
 		HAProxySocket: RunDir + "/haproxy-master.sock",
@@ -294,6 +304,56 @@ func (f File) listen(*Values) error {
 	}
 	return nil
 }
+
+// Resolver modes: how the node's own resolver reaches CoreDNS.
+const (
+	// ResolverNetworkManager: the dispatcher script writes
+	// /etc/resolv.conf (this node first) and forward.conf on every
+	// NetworkManager event.
+	ResolverNetworkManager = "networkmanager"
+	// ResolverSystemdResolved: systemd-resolved keeps /etc/resolv.conf
+	// (its 127.0.0.53 stub) and routes the cluster domain to this node's
+	// CoreDNS; a systemd unit runs the same script, which writes
+	// forward.conf, kubelet's resolv.conf and resolved's route. It works
+	// whoever configures the links (systemd-networkd under netplan, or
+	// NetworkManager), as long as they hand DNS to systemd-resolved.
+	ResolverSystemdResolved = "systemd-resolved"
+)
+
+// resolver checks the resolver mode. systemd-resolved's stub holds
+// 127.0.0.53:53 and 127.0.0.54:53: a CoreDNS bound to the wildcard address
+// would not start beside it, so this mode needs listen, and none of its
+// addresses may be the wildcard or the stub's.
+func (f File) resolver(v *Values) error {
+	switch f.Resolver {
+	case "", ResolverNetworkManager:
+		v.Resolver = ResolverNetworkManager
+		return nil
+	case ResolverSystemdResolved:
+		v.Resolver, v.Resolved = ResolverSystemdResolved, true
+	default:
+		return f.errorf([]string{"resolver"}, "%q is not %s or %s", f.Resolver, ResolverNetworkManager, ResolverSystemdResolved)
+	}
+	if len(f.Listen) == 0 {
+		return f.errorf([]string{"resolver", "listen"}, "systemd-resolved holds 127.0.0.53:53: set listen (e.g. [%s, lo]) so CoreDNS binds only those", cmp.Or(f.Interface, "ens3"))
+	}
+	for _, l := range f.Listen {
+		a, err := netip.ParseAddr(l)
+		if err != nil {
+			continue // an interface: its addresses
+		}
+		if a.IsUnspecified() || a == stubV4 || a == stubProxyV4 {
+			return f.errorf([]string{"resolver", "listen"}, "%s: systemd-resolved's stub holds port 53 there", l)
+		}
+	}
+	return nil
+}
+
+// systemd-resolved's stub listeners.
+var (
+	stubV4      = netip.AddrFrom4([4]byte{127, 0, 0, 53})
+	stubProxyV4 = netip.AddrFrom4([4]byte{127, 0, 0, 54})
+)
 
 // DefaultStatusLeaseNamespace is where the status Leases go unless the
 // cluster file says otherwise: the namespace deploy/rbac.yaml creates.
