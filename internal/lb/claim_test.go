@@ -111,7 +111,10 @@ func TestProberGate(t *testing.T) {
 	defer srv.Close()
 	open, held, unknown := filepath.Join(dir, "open"), filepath.Join(dir, "held"), filepath.Join(dir, "unknown")
 	verdicts := make(chan bool, 10)
+	// The client's timeout is not the interval: under -race on a loaded
+	// machine a 20 ms timeout failed a probe and flipped the verdict.
 	p := &Prober{URL: srv.URL, Paths: []string{open, held, unknown}, Interval: 20 * time.Millisecond, Rise: 1, Fall: 1,
+		Client: &http.Client{Timeout: 5 * time.Second},
 		Open: func(path string, _, _ time.Time) (bool, bool) {
 			return path == open, path != unknown
 		},
@@ -132,5 +135,29 @@ func TestProberGate(t *testing.T) {
 	}
 	if _, err := os.Stat(unknown); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the file the gate does not know was written: %v", err)
+	}
+}
+
+// TestProberStopWritesNothing: a probe cut short by the stop is no verdict;
+// writing "1" on the way out would drop the VIP for nothing.
+func TestProberStopWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	inFlight := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		inFlight <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	path := filepath.Join(dir, "track")
+	p := &Prober{URL: srv.URL, Paths: []string{path}, Interval: time.Second, Rise: 1, Fall: 1,
+		Client: &http.Client{Timeout: 10 * time.Second}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	<-inFlight
+	cancel()
+	<-done
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stop wrote a verdict: %v", err)
 	}
 }

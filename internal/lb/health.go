@@ -93,6 +93,11 @@ func (p *Prober) Run(ctx context.Context) error {
 		default:
 			res = probeNone
 		}
+		if ctx.Err() != nil {
+			// Stopping: a probe cut short is no verdict, and writing one
+			// now could drop a VIP on the way out.
+			return nil
+		}
 		switch res {
 		case probeOK:
 			ok, bad = ok+1, 0
