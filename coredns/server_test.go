@@ -12,6 +12,7 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/infradns/infradns/internal/plugintest"
 
 	"github.com/miekg/dns"
 )
@@ -314,12 +315,7 @@ func TestServerOtherOpcodes(t *testing.T) {
 // port (SO_REUSEPORT), as /proc/net/udp shows, and queries from many source
 // ports are all answered by our plugins.
 func TestServerMultisocket(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
+	port := plugintest.FreePort(t, "udp", "tcp")
 	startServer(t, fmt.Sprintf(`ocp4.example.com:%d {
 		bind 127.0.0.1
 		multisocket 2

@@ -1,6 +1,7 @@
-// Package plugintest holds what the plugins' benchmarks share: the trivial
-// one-map-lookup handler they are compared with and a writer that packs every
-// reply as the server would. Test support only; no product code imports it.
+// Package plugintest holds what the plugins' tests and benchmarks share: the
+// trivial one-map-lookup handler they are compared with, a writer that packs
+// every reply as the server would, and free ports for servers under test.
+// Test support only; no product code imports it.
 package plugintest
 
 import (

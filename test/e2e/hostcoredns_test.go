@@ -3,17 +3,14 @@
 package e2e
 
 import (
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/plugintest"
 	"github.com/infradns/infradns/test/e2e/lab"
 )
 
@@ -73,39 +70,6 @@ func freeUDPPort(t *testing.T) int { return freePort(t, "udp") }
 
 func freeTCPPort(t *testing.T) int { return freePort(t, "tcp") }
 
-// freePort is a port on 127.0.0.1 free for network, chosen below the
-// kernel's ephemeral range: a port the kernel hands out (":0") can be taken
-// by the next outgoing connection of an apiserver or etcd before the
-// process under test binds it (CI saw "bind: address already in use").
-func freePort(t *testing.T, network string) int {
-	t.Helper()
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
-				low = n
-			}
-		}
-	}
-	for range 200 {
-		port := 10000 + rand.IntN(low-10000)
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		var err error
-		if network == "udp" {
-			var pc net.PacketConn
-			if pc, err = net.ListenPacket("udp", addr); err == nil {
-				pc.Close()
-			}
-		} else {
-			var l net.Listener
-			if l, err = net.Listen("tcp", addr); err == nil {
-				l.Close()
-			}
-		}
-		if err == nil {
-			return port
-		}
-	}
-	t.Fatalf("no free %s port below %d", network, low)
-	return 0
-}
+// freePort is a port on 127.0.0.1 free for network, below the kernel's
+// ephemeral range (plugintest.FreePort says why).
+func freePort(t *testing.T, network string) int { return plugintest.FreePort(t, network) }
