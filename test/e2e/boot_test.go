@@ -471,8 +471,15 @@ func bootWaitMetric(ctx context.Context, t *testing.T, bn *bootNode, source stri
 // bootWaitA waits until from's CoreDNS answers qname with exactly addr.
 func bootWaitA(ctx context.Context, t *testing.T, from *bootNode, qname, addr string) {
 	t.Helper()
-	lab.Eventually(t, bootBound, 100*time.Millisecond, fmt.Sprintf("%s answers %s A %s", from.n.Name, qname, addr), func() error {
-		res, err := from.n.Dig(ctx, "@"+from.n.IPv4.String(), qname, "A", "+short")
+	waitA(ctx, t, from.n, qname, addr)
+}
+
+// waitA waits until n's CoreDNS (on its address) answers qname with exactly
+// addr.
+func waitA(ctx context.Context, t *testing.T, n *lab.Node, qname, addr string) {
+	t.Helper()
+	lab.Eventually(t, bootBound, 100*time.Millisecond, fmt.Sprintf("%s answers %s A %s", n.Name, qname, addr), func() error {
+		res, err := n.Dig(ctx, "@"+n.IPv4.String(), qname, "A", "+short")
 		if err != nil {
 			return err
 		}

@@ -284,6 +284,8 @@ func (k *klNode) waitReady(ctx context.Context, t *testing.T, want []string) map
 // contexts, probes and restart policy, from the image built from the
 // Dockerfile without a registry, against a real kube-apiserver.
 func TestKubeletStaticPods(t *testing.T) {
+	// Beside the kube-apiserver outage tests: nothing here is timed tightly.
+	kubeParallel(t)
 	for _, tool := range []string{"containerd", "ctr", "runc", "nsenter", "unshare", "dig", "curl", "mmdebstrap"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
@@ -447,9 +449,9 @@ upstreams: [198.51.100.53]
 	t.Logf("verify-dns.sh: %d of %d checks passed against each node", checksPerRun, checksPerRun)
 	for _, from := range nodes {
 		for _, to := range nodes {
-			klWaitA(ctx, t, from, to.n.Name+"."+domain, to.n.IPv4.String())
+			waitA(ctx, t, from.n, to.n.Name+"."+domain, to.n.IPv4.String())
 		}
-		klWaitA(ctx, t, from, bootSiteName, bootSiteAddr)
+		waitA(ctx, t, from.n, bootSiteName, bootSiteAddr)
 	}
 	holder := klOneHolder(ctx, t, nodes, kube)
 	t.Logf("API VIP on %s, the real kube-apiserver served through haproxy", holder.n.Name)
@@ -612,19 +614,4 @@ func klHAProxyReloads(ctx context.Context, t *testing.T, k *klNode, result strin
 		sum += v
 	}
 	return sum
-}
-
-// klWaitA waits until k's CoreDNS answers qname with exactly addr.
-func klWaitA(ctx context.Context, t *testing.T, k *klNode, qname, addr string) {
-	t.Helper()
-	lab.Eventually(t, klBound, 100*time.Millisecond, fmt.Sprintf("%s answers %s A %s", k.n.Name, qname, addr), func() error {
-		res, err := k.n.Dig(ctx, "@"+k.n.IPv4.String(), qname, "A", "+short")
-		if err != nil {
-			return err
-		}
-		if got := strings.Fields(res.Stdout); len(got) != 1 || got[0] != addr {
-			return fmt.Errorf("answer %q", res.Stdout)
-		}
-		return nil
-	})
 }
