@@ -192,25 +192,11 @@ upstreams: [198.51.100.53]
 	}
 
 	// The API VIP: one control-plane holder, and haproxy behind it serving.
-	var holder *bootNode
-	lab.Eventually(t, bootBound, 100*time.Millisecond, "one node holds the API VIP", func() error {
-		var hs []string
-		holder = nil
-		for _, bn := range nodes {
-			has, err := bn.n.HasAddr(bootAPIVIP)
-			if err != nil {
-				return err
-			}
-			if has {
-				hs = append(hs, bn.n.Name)
-				holder = bn
-			}
-		}
-		if len(hs) != 1 {
-			return fmt.Errorf("holders %v", hs)
-		}
-		return nil
-	})
+	var labNodes []*lab.Node
+	for _, bn := range nodes {
+		labNodes = append(labNodes, bn.n)
+	}
+	holder := nodes[waitOneHolder(t, labNodes, bootAPIVIP)]
 	if holder.role != nodecfg.ControlPlane {
 		t.Fatalf("%s (%s) holds the API VIP", holder.n.Name, holder.role)
 	}
@@ -472,6 +458,31 @@ func bootWaitMetric(ctx context.Context, t *testing.T, bn *bootNode, source stri
 func bootWaitA(ctx context.Context, t *testing.T, from *bootNode, qname, addr string) {
 	t.Helper()
 	waitA(ctx, t, from.n, qname, addr)
+}
+
+// waitOneHolder waits until exactly one of nodes holds vip and returns its
+// index.
+func waitOneHolder(t *testing.T, nodes []*lab.Node, vip netip.Addr) int {
+	t.Helper()
+	holder := -1
+	lab.Eventually(t, bootBound, 100*time.Millisecond, "one node holds "+vip.String(), func() error {
+		var hs []string
+		for i, n := range nodes {
+			has, err := n.HasAddr(vip)
+			if err != nil {
+				return err
+			}
+			if has {
+				hs = append(hs, n.Name)
+				holder = i
+			}
+		}
+		if len(hs) != 1 {
+			return fmt.Errorf("holders %v", hs)
+		}
+		return nil
+	})
+	return holder
 }
 
 // waitA waits until n's CoreDNS (on its address) answers qname with exactly

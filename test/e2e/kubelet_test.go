@@ -564,24 +564,11 @@ func (k *klNode) startKubelet(t *testing.T) {
 // apiserver answers through it (haproxy on the holder).
 func klOneHolder(ctx context.Context, t *testing.T, nodes []*klNode, kube *kubetest.Cluster) *klNode {
 	t.Helper()
-	var holder *klNode
-	lab.Eventually(t, klBound, 200*time.Millisecond, "one node holds the API VIP", func() error {
-		var hs []string
-		for _, k := range nodes {
-			has, err := k.n.HasAddr(klAPIVIP)
-			if err != nil {
-				return err
-			}
-			if has {
-				hs = append(hs, k.n.Name)
-				holder = k
-			}
-		}
-		if len(hs) != 1 {
-			return fmt.Errorf("holders %v", hs)
-		}
-		return nil
-	})
+	var labNodes []*lab.Node
+	for _, k := range nodes {
+		labNodes = append(labNodes, k.n)
+	}
+	holder := nodes[waitOneHolder(t, labNodes, klAPIVIP)]
 	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(klAPIVIP, vrrpLBPort))
 	client := nodes[0].n.Lab().Client()
 	lab.Eventually(t, klBound, 200*time.Millisecond, "the API VIP serves the apiserver", func() error {
