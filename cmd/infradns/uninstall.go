@@ -60,7 +60,8 @@ func uninstall(_ context.Context, args []string, out io.Writer) error {
 		}
 		return fmt.Errorf("uninstall: %w", err)
 	}
-	restored, changed := nodecfg.RestoreResolv(resolv, f.Domain, localAddrs())
+	// The dispatcher put this node first and the API VIP second.
+	restored, changed := nodecfg.RestoreResolv(resolv, f.Domain, append(localAddrs(), f.APIVIPs...))
 	if !changed {
 		return nil
 	}
@@ -69,6 +70,6 @@ func uninstall(_ context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("uninstall: %w", err)
 		}
 	}
-	fmt.Fprintf(out, "%-12s this node and %s from %s (NetworkManager or systemd-resolved may now manage it again)\n", map[bool]string{true: "would take", false: "took"}[*dry], f.Domain, resolvPath)
+	fmt.Fprintf(out, "%-12s this node, the API VIP and %s from %s (NetworkManager or systemd-resolved may now manage it again)\n", map[bool]string{true: "would take", false: "took"}[*dry], f.Domain, resolvPath)
 	return nil
 }

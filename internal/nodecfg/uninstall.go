@@ -31,11 +31,12 @@ func UninstallPaths() []string {
 func UninstallDirs() []string { return []string{LBDir, ConfigDir, RunDir + "/track", RunDir} }
 
 // RestoreResolv takes out of resolv.conf what the dispatcher script put in:
-// the nameservers that are this node (it put one first) and the cluster
-// domain at the head of the search list. The upstreams it copied stay, so
+// the nameservers in drop (this node's addresses: it put one first; the
+// API VIPs: it put one second) and the cluster domain at the head of the
+// search list. The upstreams it copied stay, so
 // the node keeps resolving until NetworkManager or systemd-resolved writes
 // its own file again. It reports whether anything changed.
-func RestoreResolv(resolv []byte, domain string, local []netip.Addr) ([]byte, bool) {
+func RestoreResolv(resolv []byte, domain string, drop []netip.Addr) ([]byte, bool) {
 	var out bytes.Buffer
 	changed := false
 	sc := bufio.NewScanner(bytes.NewReader(resolv))
@@ -44,7 +45,7 @@ func RestoreResolv(resolv []byte, domain string, local []netip.Addr) ([]byte, bo
 		f := strings.Fields(line)
 		switch {
 		case len(f) >= 2 && f[0] == "nameserver":
-			if a, err := netip.ParseAddr(f[1]); err == nil && slices.Contains(local, a.Unmap()) {
+			if a, err := netip.ParseAddr(f[1]); err == nil && slices.Contains(drop, a.Unmap()) {
 				changed = true
 				continue
 			}
