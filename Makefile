@@ -58,7 +58,8 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 e2e: build
-	@# Real kube-apiserver + etcd from the module proxy, cached (cold ~5 min).
+	@# Real kube-apiserver, etcd, kubelet, kubeadm, kubectl, controller-manager
+	@# and scheduler from the module proxy, cached (cold 7-25 min, warm: nothing).
 	GO=$(GO) test/kubeapi/build.sh
 	@# -p 1: the scale smoke test (test/e2e/scale) loads an apiserver; it must
 	@# not run beside the lab's failover timings. -parallel 3: the three tests

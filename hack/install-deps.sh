@@ -30,6 +30,8 @@ declare -A pkgs=(
   [containerd]=containerd
   [ctr]=containerd
   [runc]=runc
+  # The kubeadm lab's pod network (bridge, host-local, loopback, portmap).
+  [/usr/lib/cni/bridge]=containernetworking-plugins
 )
 
 missing=()

@@ -150,7 +150,7 @@ func TestImageOCIMatchesDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive, _ := klImages(t)
+	archive, _ := klImages(t, klPause)
 	final, err := image.ReadFinal(mustRead(t, filepath.Join(root, "Dockerfile")), map[string]string{"VERSION": "e2e"})
 	if err != nil {
 		t.Fatal(err)

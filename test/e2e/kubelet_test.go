@@ -148,8 +148,9 @@ resolvConf: /etc/resolv.conf
 `
 
 // klImages builds the infradns image from the Dockerfile (make image-oci's
-// code, its Debian layer cached) and a pause image on the same Debian layer.
-func klImages(t *testing.T) (infradns, pause string) {
+// code, its Debian layer cached) and a pause image named pauseName on the
+// same Debian layer.
+func klImages(t *testing.T, pauseName string) (infradns, pause string) {
 	t.Helper()
 	root, err := lab.RepoRoot()
 	if err != nil {
@@ -176,7 +177,7 @@ func klImages(t *testing.T) (infradns, pause string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = image.WriteLayout(w, klPause, image.Final{User: "65535:65535", Entrypoint: []string{"/bin/sleep", "infinity"}},
+	err = image.WriteLayout(w, pauseName, image.Final{User: "65535:65535", Entrypoint: []string{"/bin/sleep", "infinity"}},
 		[]image.Layer{{File: base, Comment: "pause: sleep"}}, time.Now())
 	if cerr := w.Close(); err == nil {
 		err = cerr
@@ -293,7 +294,7 @@ func TestKubeletStaticPods(t *testing.T) {
 	}
 	kubelet := filepath.Join(kubetest.Binaries(t), "kubelet")
 	infradns := lab.Binary(t, "infradns")
-	imgInfradns, imgPause := klImages(t)
+	imgInfradns, imgPause := klImages(t, klPause)
 
 	l := lab.New(t, lab.Config{Prefix: "kl", Nodes: 3, Client: true, TeardownGrace: 2 * time.Second})
 	site := l.AddClient("sitedns")

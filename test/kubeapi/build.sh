@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real kube-apiserver, etcd and kubelet that the integration tests
-# run (the kubelet: test/e2e's real-kubelet lab), from
+# run (the kubelet: test/e2e's real-kubelet lab; kubeadm, kubectl,
+# kube-controller-manager and kube-scheduler: the kubeadm lab), from
 # the Go module proxy, into a cache directory shared by every checkout:
 #   ${INFRADNS_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/infradns/kube}/<kube>-etcd<etcd>/
 # A stamp (module versions + go.mod/go.sum/build.sh hash + Go version) makes a
@@ -19,8 +20,12 @@ out="$base/${kube_version}-etcd${etcd_version}"
 stamp="$(printf '%s\n' "$kube_version" "$etcd_version" "$("$GO" env GOVERSION)" \
 	"$(cat go.mod go.sum build.sh | sha256sum | cut -d' ' -f1)")"
 
+bins=(kube-apiserver kubelet kubeadm kubectl kube-controller-manager kube-scheduler)
 fresh() {
-	[[ -x "$out/kube-apiserver" && -x "$out/etcd" && -x "$out/kubelet" && -f "$out/stamp" ]] &&
+	for b in "${bins[@]}" etcd; do
+		[[ -x "$out/$b" ]] || return 1
+	done
+	[[ -f "$out/stamp" ]] &&
 		[[ "$(cat "$out/stamp")" == "$stamp" ]]
 }
 
@@ -38,7 +43,7 @@ if fresh; then # another caller built it while we waited
 fi
 
 start=$(date +%s)
-echo "building kube-apiserver and kubelet $kube_version and etcd $etcd_version into $out (cold: ~15 min on 2 cores)" >&2
+echo "building ${bins[*]} $kube_version and etcd $etcd_version into $out (cold: ~25 min on 2 cores)" >&2
 GOFLAGS=-mod=mod "$GO" mod download
 minor="${kube_version#v1.}"
 minor="${minor%%.*}"
@@ -49,13 +54,14 @@ ldflags="-s -w \
  -X k8s.io/component-base/version.gitTreeState=clean"
 tmp="$(mktemp -d "$out/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
+# One go build for every command: shared packages compile once, links overlap.
 CGO_ENABLED=0 GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "$ldflags" \
-	-o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-CGO_ENABLED=0 GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "$ldflags" \
-	-o "$tmp/kubelet" k8s.io/kubernetes/cmd/kubelet
+	-o "$tmp/" "${bins[@]/#/k8s.io/kubernetes/cmd/}"
 CGO_ENABLED=0 GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "-s -w" \
 	-o "$tmp/etcd" go.etcd.io/etcd/server/v3
-mv -f "$tmp/kube-apiserver" "$tmp/etcd" "$tmp/kubelet" "$out/"
+for b in "${bins[@]}" etcd; do
+	mv -f "$tmp/$b" "$out/"
+done
 printf '%s\n' "$stamp" >"$out/stamp"
 echo "built in $(($(date +%s) - start)) s" >&2
 echo "$out"
