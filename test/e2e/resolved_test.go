@@ -1,0 +1,286 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/nodecfg"
+	"github.com/infradns/infradns/test/e2e/lab"
+)
+
+// resolvedBinaries returns a directory holding Debian's systemd-resolved
+// and resolvectl, of the installed systemd's version (they link its
+// libsystemd-shared), extracted from the package, never installed: its
+// postinst would point the host's /etc/resolv.conf at the stub. Cached.
+func resolvedBinaries(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "systemd").Output()
+	if err != nil {
+		t.Fatalf("systemd's version (hack/install-deps.sh installs systemd): %v", err)
+	}
+	version := strings.TrimSpace(string(out))
+	base, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "infradns", "systemd-resolved", version)
+	bin := filepath.Join(dir, "lib/systemd/systemd-resolved")
+	if _, err := os.Stat(bin); err == nil {
+		return dir
+	}
+	tmp := t.TempDir()
+	pkg := "systemd-resolved=" + version
+	dl := exec.Command("apt-get", "download", pkg)
+	dl.Dir = tmp
+	if out, err := dl.CombinedOutput(); err != nil {
+		// A fresh machine's package lists may not know it yet.
+		if up, err := exec.Command("apt-get", "update", "-qq").CombinedOutput(); err != nil {
+			t.Fatalf("apt-get update: %v\n%s", err, up)
+		}
+		if out2, err := dl.CombinedOutput(); err != nil {
+			t.Fatalf("apt-get download %s: %v\n%s%s", pkg, err, out, out2)
+		}
+	}
+	debs, _ := filepath.Glob(filepath.Join(tmp, "systemd-resolved_*.deb"))
+	if len(debs) != 1 {
+		t.Fatalf("apt-get download %s: %v", pkg, debs)
+	}
+	part := dir + ".part"
+	_ = os.RemoveAll(part)
+	if err := os.MkdirAll(part, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("dpkg-deb", "-x", debs[0], part).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -x: %v\n%s", err, out)
+	}
+	if err := os.Rename(part, dir); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestSystemdResolvedReal runs the systemd-resolved mode against a real
+// systemd-resolved (Debian's, on a private D-Bus system bus in the node's
+// namespaces, its link server set over D-Bus as systemd-networkd does from
+// netplan): the unit's ExecStart as rendered, then resolved restarted as the
+// script asks. The cluster domain goes to the node's CoreDNS, other names to
+// the link's server; with the node's CoreDNS down, resolved falls over to
+// the API VIP's.
+func TestSystemdResolvedReal(t *testing.T) {
+	for _, tool := range []string{"dbus-daemon", "dig", "getent", "nsenter", "unshare", "apt-get", "dpkg-deb"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
+		}
+	}
+	rd := resolvedBinaries(t)
+	infradns, coredns := lab.Binary(t, "infradns"), lab.Binary(t, "coredns")
+	l := lab.New(t, lab.Config{Prefix: "rs", Nodes: 1, Client: true, TeardownGrace: time.Second})
+	site := l.AddClient("sitedns")
+	siteConf := filepath.Join(t.TempDir(), "Corefile")
+	writeFile(t, siteConf, fmt.Sprintf(".:53 {\n    hosts {\n        %s %s\n    }\n}\n", bootSiteAddr, bootSiteName))
+	site.Start("coredns", []string{coredns, "-conf", siteConf})
+
+	// The API VIP's holder: a CoreDNS on the VIP that answers one name
+	// otherwise than the node's (which gives every apps name the ingress
+	// VIP), to tell who answered.
+	vip, ingressVIP := lab.Host4(130), lab.Host4(131)
+	const probe, holderAddr = "probe.apps." + domain + ".", "198.51.100.77"
+	holder := l.AddClient("vipholder")
+	if err := holder.AddAddr(netip.PrefixFrom(vip, 32)); err != nil {
+		t.Fatal(err)
+	}
+	holderConf := filepath.Join(t.TempDir(), "Corefile")
+	writeFile(t, holderConf, fmt.Sprintf(".:53 {\n    bind %s\n    hosts {\n        %s %s\n        %s api.%s\n    }\n}\n", vip, holderAddr, probe, vip, domain))
+	holder.Start("coredns", []string{coredns, "-conf", holderConf})
+
+	n := l.Nodes()[0]
+	k := &klNode{n: n, dir: t.TempDir()}
+	k.holder = n.Start("holder", []string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", kaHolder, "sh", k.dir}, lab.WithHostSys())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, "the node's mounts", func() error {
+		_, err := k.run(ctx, "mountpoint", "-q", "/usr")
+		return err
+	})
+
+	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
+	writeFile(t, clusterFile, fmt.Sprintf(`cluster: rslab
+domain: %s
+apiVIPs: [%s]
+ingressVIPs: [%s]
+interface: %s
+image: %s
+resolver: systemd-resolved
+listen: [%s, lo]
+kubeconfig: /etc/kubernetes/infradns/kubeconfig
+`, domain, vip, ingressVIP, lab.Iface, klImage, lab.Iface))
+	if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", nodecfg.Worker, "-node", n.Name, "-o", "/"); err != nil {
+		t.Fatalf("render-node: %v\n%s", err, out)
+	}
+
+	// The host as a netplan/networkd machine has it: resolved's stub in
+	// /etc/resolv.conf, its user, its bus policy; then the system bus and
+	// resolved.
+	writeFile(t, k.path("/etc/resolv.conf"), "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch .\n")
+	appendFile(t, k.path("/etc/passwd"), "systemd-resolve:x:991:991:systemd Resolver:/:/usr/sbin/nologin\n")
+	appendFile(t, k.path("/etc/group"), "systemd-resolve:x:991:\n")
+	if out, err := k.run(ctx, "mkdir", "-p", "/etc/dbus-1/system.d", "/run/dbus", "/run/systemd"); err != nil {
+		t.Fatal(err, out)
+	}
+	writeFile(t, k.path("/etc/dbus-1/system.d/org.freedesktop.resolve1.conf"), string(mustRead(t, filepath.Join(rd, "usr/share/dbus-1/system.d/org.freedesktop.resolve1.conf"))))
+	k.start(t, "dbus", "dbus-daemon", "--system", "--nofork", "--nopidfile")
+	resolvectl := filepath.Join(rd, "usr/bin/resolvectl")
+	var resolved *lab.Process
+	startResolved := func() {
+		t.Helper()
+		resolved = k.start(t, "resolved", filepath.Join(rd, "lib/systemd/systemd-resolved"))
+		// systemd-networkd's part: the link's DNS server (netplan's
+		// nameservers), pushed over the bus once resolved is on it.
+		lab.Eventually(t, 20*time.Second, 100*time.Millisecond, "resolved takes the link's DNS server", func() error {
+			_, err := k.run(ctx, resolvectl, "dns", lab.Iface, site.IPv4.String())
+			return err
+		})
+	}
+	startResolved()
+
+	// The node's CoreDNS, from the rendered Corefile (up before resolved
+	// reads the drop-in: resolved keeps asking whichever server answered
+	// last, so a node's CoreDNS that starts later is only asked once the
+	// API VIP's fails; see below).
+	cd := k.start(t, "coredns", coredns, "-conf", nodecfg.Corefile)
+
+	// The unit, as systemd would run it (its ExecStart as rendered), with a
+	// systemctl that records what the script asks of it.
+	unit := string(mustRead(t, k.path(nodecfg.ResolverService)))
+	var execStart string
+	for _, line := range strings.Split(unit, "\n") {
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			execStart = v
+		}
+	}
+	if execStart == "" {
+		t.Fatalf("%s has no ExecStart:\n%s", nodecfg.ResolverService, unit)
+	}
+	shim := filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(shim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	calls := filepath.Join(filepath.Dir(shim), "systemctl.calls")
+	writeFile(t, filepath.Join(shim, "systemctl"), "#!/bin/sh\necho \"$*\" >>"+calls+"\n")
+	if err := os.Chmod(filepath.Join(shim, "systemctl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runUnit := func() string {
+		t.Helper()
+		out, err := k.run(ctx, append([]string{"env", "PATH=" + shim + ":/usr/sbin:/usr/bin:/sbin:/bin"}, strings.Fields(execStart)...)...)
+		if err != nil {
+			t.Fatalf("%s: %v", execStart, err)
+		}
+		return out
+	}
+	out := runUnit()
+	if got, _ := os.ReadFile(calls); string(got) != "try-reload-or-restart systemd-resolved.service\n" {
+		t.Fatalf("the script asked systemctl %q, want a restart of resolved once:\n%s", got, out)
+	}
+	// What systemctl would do: restart resolved (networkd pushes the link
+	// servers again).
+	if err := resolved.Stop(5 * time.Second); err != nil && !resolved.Exited() {
+		t.Fatal(err)
+	}
+	startResolved()
+
+	nodeIP := n.IPv4.String()
+	if got, want := string(mustRead(t, k.path(nodecfg.ResolvedDropIn))), fmt.Sprintf("[Resolve]\nDNS=%s %s\nDomains=~%s\n", nodeIP, vip, domain); !strings.HasSuffix(got, want) {
+		t.Errorf("drop-in:\n%s\nwant it to end with:\n%s", got, want)
+	}
+	if got, want := string(mustRead(t, k.path(nodecfg.ForwardConf))), fmt.Sprintf("forward . %s\n", site.IPv4); !strings.HasSuffix(got, want) {
+		t.Errorf("forward.conf:\n%s\nwant it to end with %q (resolved's list without this node and the VIP)", got, want)
+	}
+	if got, want := string(mustRead(t, k.path(nodecfg.KubeletResolv))), fmt.Sprintf("nameserver %s\nnameserver %s\nnameserver %s\n", nodeIP, vip, site.IPv4); !strings.Contains(got, want) {
+		t.Errorf("kubelet-resolv.conf:\n%s\nwant %q", got, want)
+	}
+	// resolved read the drop-in: its own resolv.conf lists the node and
+	// the VIP as global servers, then the link's.
+	if got := string(mustRead(t, k.path("/run/systemd/resolve/resolv.conf"))); !strings.Contains(got, fmt.Sprintf("nameserver %s\nnameserver %s\nnameserver %s\n", nodeIP, vip, site.IPv4)) {
+		t.Errorf("resolved's resolv.conf:\n%s", got)
+	}
+	// Running it again changes nothing and restarts nothing.
+	runUnit()
+	if got, _ := os.ReadFile(calls); strings.Count(string(got), "\n") != 1 {
+		t.Errorf("a second run asked systemctl again: %q", got)
+	}
+
+	stub := func(name string) (string, error) {
+		out, err := k.run(ctx, "dig", "+time=2", "+tries=1", "+short", "@127.0.0.53", name, "A")
+		return strings.TrimSpace(out), err
+	}
+	lab.Eventually(t, 30*time.Second, 200*time.Millisecond, "the cluster domain through resolved's stub", func() error {
+		if got, err := stub("api-int." + domain); err != nil || got != vip.String() {
+			return fmt.Errorf("api-int: %q %v", got, err)
+		}
+		return nil
+	})
+	// The node's CoreDNS is asked first while it answers.
+	if got, err := stub(probe); err != nil || got != ingressVIP.String() {
+		t.Errorf("%s through resolved with the node's CoreDNS up: %q %v, want the node's answer %s", probe, got, err, ingressVIP)
+	}
+	if got, err := stub(bootSiteName); err != nil || got != bootSiteAddr {
+		t.Errorf("%s through resolved: %q %v, want %s from the link's server", bootSiteName, got, err, bootSiteAddr)
+	}
+	// glibc, as every process on the host resolves: through the stub.
+	if out, err := k.run(ctx, "getent", "ahostsv4", "api."+domain); err != nil || strings.Fields(out)[0] != vip.String() {
+		t.Errorf("getent ahostsv4 api.%s: %q %v", domain, out, err)
+	}
+
+	// The node's CoreDNS down (a restart, an upgrade): resolved moves to
+	// the next global server, the API VIP's.
+	if err := cd.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	lab.Eventually(t, 30*time.Second, 200*time.Millisecond, "the cluster domain from the API VIP's CoreDNS", func() error {
+		if got, err := stub(probe); err != nil || got != holderAddr {
+			return fmt.Errorf("%s: %q %v", probe, got, err)
+		}
+		return nil
+	})
+	t.Logf("node's CoreDNS killed: resolved answered the cluster domain from the API VIP's %v later", time.Since(down).Round(time.Millisecond))
+	if got, err := stub("api." + domain); err != nil || got != vip.String() {
+		t.Errorf("api.%s with the node's CoreDNS down: %q %v", domain, got, err)
+	}
+	// Back up: resolved stays on the server that answered last (the VIP's,
+	// with the same names) until that one fails; the cluster's names keep
+	// resolving either way.
+	k.start(t, "coredns", coredns, "-conf", nodecfg.Corefile)
+	lab.Eventually(t, 30*time.Second, 200*time.Millisecond, "the node's CoreDNS back", func() error {
+		_, err := k.run(ctx, "dig", "+time=1", "+tries=1", "+short", "@"+nodeIP, "api-int."+domain)
+		return err
+	})
+	if got, err := stub("api-int." + domain); err != nil || got != vip.String() {
+		t.Errorf("api-int.%s once the node's CoreDNS is back: %q %v", domain, got, err)
+	}
+}
+
+func appendFile(t *testing.T, p, s string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
