@@ -35,11 +35,13 @@ func uninstall(_ context.Context, args []string, out io.Writer) error {
 	if *dry {
 		verb = "would remove"
 	}
+	resolved := false
 	for _, p := range nodecfg.UninstallPaths() {
 		path := nodecfg.Under(*root, p)
 		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		resolved = resolved || p == nodecfg.ResolverService || p == nodecfg.ResolvedDropIn
 		if !*dry {
 			if err := os.Remove(path); err != nil {
 				return fmt.Errorf("uninstall: %w", err)
@@ -51,6 +53,11 @@ func uninstall(_ context.Context, args []string, out io.Writer) error {
 		if !*dry {
 			_ = os.Remove(nodecfg.Under(*root, d)) // only when empty: keys and anything else stay
 		}
+	}
+	if resolved {
+		// systemd still holds the units, resolved the drop-in: say so
+		// rather than run systemctl (the root may be a staging tree).
+		fmt.Fprintln(out, "then run: systemctl daemon-reload && systemctl restart systemd-resolved   (the units and resolved's drop-in are gone)")
 	}
 	resolvPath := nodecfg.Under(*root, "/etc/resolv.conf")
 	resolv, err := os.ReadFile(resolvPath)

@@ -68,3 +68,44 @@ func TestUninstall(t *testing.T) {
 		t.Errorf("resolv.conf:\n%s\nwant:\n%s", b, want)
 	}
 }
+
+// TestUninstallResolved: in systemd-resolved mode uninstall also removes
+// what `systemctl enable` made of the units, and says what systemd must
+// be told.
+func TestUninstallResolved(t *testing.T) {
+	dir := t.TempDir()
+	cluster := filepath.Join(dir, "cluster.yaml")
+	b, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cluster, append(b, []byte("resolver: systemd-resolved\nlisten: [ens3, lo]\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "root")
+	if err := run(context.Background(), []string{"render-node", "-f", cluster, "-role", "worker", "-o", root}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	// systemctl enable infradns-resolver.path infradns-resolver.service
+	for want, unit := range map[string]string{nodecfg.ResolverServiceWant: nodecfg.ResolverService, nodecfg.ResolverPathWant: nodecfg.ResolverPath} {
+		p := filepath.Join(root, want)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(unit, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"uninstall", "-f", cluster, "-o", root}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{nodecfg.ResolverServiceWant, nodecfg.ResolverPathWant, nodecfg.ResolverService, nodecfg.ResolverPath, nodecfg.ResolverScript} {
+		if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+			t.Errorf("%s still there", p)
+		}
+	}
+	if !strings.Contains(out.String(), "systemctl daemon-reload && systemctl restart systemd-resolved") {
+		t.Errorf("uninstall did not say what systemd must be told:\n%s", out.String())
+	}
+}

@@ -46,6 +46,10 @@ const (
 	// systemd-resolved rewrites ResolvedUpstreams or render-node resolv.env.
 	ResolverService = "/etc/systemd/system/infradns-resolver.service"
 	ResolverPath    = "/etc/systemd/system/infradns-resolver.path"
+	// What `systemctl enable` makes of their [Install] sections: uninstall
+	// removes them with the units.
+	ResolverServiceWant = "/etc/systemd/system/multi-user.target.wants/infradns-resolver.service"
+	ResolverPathWant    = "/etc/systemd/system/paths.target.wants/infradns-resolver.path"
 	// KubeletResolv is kubelet's resolvConf: this node's CoreDNS first.
 	KubeletResolv = ConfigDir + "/kubelet-resolv.conf"
 	// ResolvedDropIn routes the cluster domain to this node's CoreDNS. It

@@ -20,7 +20,7 @@ func UninstallPaths() []string {
 	for _, p := range []string{"keepalived", "haproxy", "lbconfig", "mdns-publisher", "coredns"} {
 		out = append(out, ManifestDir+"/infradns-"+p+".yaml")
 	}
-	out = append(out, DispatcherPath, ResolverPath, ResolverService, ResolverScript,
+	out = append(out, DispatcherPath, ResolverPathWant, ResolverServiceWant, ResolverPath, ResolverService, ResolverScript,
 		Corefile, LBCorefile, ResolvEnv, ForwardConf, KubeletResolv, ResolvedDropIn,
 		LBDir+"/keepalived.conf", LBDir+"/haproxy.cfg")
 	return out
