@@ -19,54 +19,105 @@ import (
 )
 
 // resolvedBinaries returns a directory holding Debian's systemd-resolved
-// and resolvectl, of the installed systemd's version (they link its
-// libsystemd-shared), extracted from the package, never installed: its
-// postinst would point the host's /etc/resolv.conf at the stub. Cached.
-func resolvedBinaries(t *testing.T) string {
+// and resolvectl with the libsystemd-shared they link (run them with
+// LD_LIBRARY_PATH=libdir: the pair need not
+// match the host's systemd), extracted from the packages, never installed:
+// systemd-resolved's postinst would point the host's /etc/resolv.conf at its
+// stub. The installed systemd's version when the archive still has it,
+// else the archive's. Cached.
+func resolvedBinaries(t *testing.T) (dir, libdir string) {
 	t.Helper()
-	out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "systemd").Output()
-	if err != nil {
-		t.Fatalf("systemd's version (hack/install-deps.sh installs systemd): %v", err)
-	}
-	version := strings.TrimSpace(string(out))
 	base, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(base, "infradns", "systemd-resolved", version)
-	bin := filepath.Join(dir, "lib/systemd/systemd-resolved")
-	if _, err := os.Stat(bin); err == nil {
-		return dir
+	var versions []string
+	if out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "systemd").Output(); err == nil {
+		versions = append(versions, strings.TrimSpace(string(out)))
 	}
-	tmp := t.TempDir()
-	pkg := "systemd-resolved=" + version
-	dl := exec.Command("apt-get", "download", pkg)
-	dl.Dir = tmp
-	if out, err := dl.CombinedOutput(); err != nil {
-		// A fresh machine's package lists may not know it yet.
-		if up, err := exec.Command("apt-get", "update", "-qq").CombinedOutput(); err != nil {
-			t.Fatalf("apt-get update: %v\n%s", err, up)
+	versions = append(versions, "") // the archive's candidate
+	var tried []string
+	for _, version := range versions {
+		if version != "" {
+			dir = filepath.Join(base, "infradns", "systemd-resolved", version)
+			if lib := resolvedLib(dir); lib != "" {
+				return dir, lib
+			}
 		}
-		if out2, err := dl.CombinedOutput(); err != nil {
-			t.Fatalf("apt-get download %s: %v\n%s%s", pkg, err, out, out2)
+		tmp := t.TempDir()
+		pkgs := []string{"systemd-resolved", "libsystemd-shared"}
+		if version != "" {
+			pkgs = []string{"systemd-resolved=" + version, "libsystemd-shared=" + version}
 		}
+		out, err := aptDownload(tmp, pkgs)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%v: %v\n%s", pkgs, err, out))
+			continue
+		}
+		debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
+		if len(debs) != 2 {
+			t.Fatalf("apt-get download %v: %v", pkgs, debs)
+		}
+		if version == "" {
+			v, err := exec.Command("dpkg-deb", "-f", debs[0], "Version").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			version = strings.TrimSpace(string(v))
+		}
+		dir = filepath.Join(base, "infradns", "systemd-resolved", version)
+		part := dir + ".part"
+		_ = os.RemoveAll(part)
+		if err := os.MkdirAll(part, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, deb := range debs {
+			if out, err := exec.Command("dpkg-deb", "-x", deb, part).CombinedOutput(); err != nil {
+				t.Fatalf("dpkg-deb -x %s: %v\n%s", deb, err, out)
+			}
+		}
+		_ = os.RemoveAll(dir)
+		if err := os.Rename(part, dir); err != nil {
+			t.Fatal(err)
+		}
+		if lib := resolvedLib(dir); lib != "" {
+			return dir, lib
+		}
+		t.Fatalf("%v extracted to %s without systemd-resolved or libsystemd-shared", pkgs, dir)
 	}
-	debs, _ := filepath.Glob(filepath.Join(tmp, "systemd-resolved_*.deb"))
-	if len(debs) != 1 {
-		t.Fatalf("apt-get download %s: %v", pkg, debs)
+	t.Fatalf("systemd-resolved from Debian's archive:\n%s", strings.Join(tried, "\n"))
+	return "", ""
+}
+
+// resolvedLib is the directory of libsystemd-shared under an extracted
+// tree that also holds systemd-resolved, or "".
+func resolvedLib(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, "lib/systemd/systemd-resolved")); err != nil {
+		return ""
 	}
-	part := dir + ".part"
-	_ = os.RemoveAll(part)
-	if err := os.MkdirAll(part, 0o755); err != nil {
-		t.Fatal(err)
+	libs, _ := filepath.Glob(filepath.Join(dir, "usr/lib/*/systemd/libsystemd-shared-*.so"))
+	if len(libs) == 0 {
+		return ""
 	}
-	if out, err := exec.Command("dpkg-deb", "-x", debs[0], part).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg-deb -x: %v\n%s", err, out)
+	return filepath.Dir(libs[0])
+}
+
+// aptDownload fetches pkgs into dir, updating the package lists once if
+// they do not know them (a fresh machine's may be empty).
+func aptDownload(dir string, pkgs []string) ([]byte, error) {
+	dl := func() ([]byte, error) {
+		c := exec.Command("apt-get", append([]string{"download"}, pkgs...)...)
+		c.Dir = dir
+		return c.CombinedOutput()
 	}
-	if err := os.Rename(part, dir); err != nil && !os.IsExist(err) {
-		t.Fatal(err)
+	out, err := dl()
+	if err == nil {
+		return out, nil
 	}
-	return dir
+	if up, err := exec.Command("apt-get", "update", "-qq").CombinedOutput(); err != nil {
+		return append(out, up...), err
+	}
+	return dl()
 }
 
 // TestSystemdResolvedReal runs the systemd-resolved mode against a real
@@ -82,7 +133,8 @@ func TestSystemdResolvedReal(t *testing.T) {
 			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
 		}
 	}
-	rd := resolvedBinaries(t)
+	rd, libdir := resolvedBinaries(t)
+	ld := "LD_LIBRARY_PATH=" + libdir
 	infradns, coredns := lab.Binary(t, "infradns"), lab.Binary(t, "coredns")
 	l := lab.New(t, lab.Config{Prefix: "rs", Nodes: 1, Client: true, TeardownGrace: time.Second})
 	site := l.AddClient("sitedns")
@@ -143,11 +195,11 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 	var resolved *lab.Process
 	startResolved := func() {
 		t.Helper()
-		resolved = k.start(t, "resolved", filepath.Join(rd, "lib/systemd/systemd-resolved"))
+		resolved = k.start(t, "resolved", "env", ld, filepath.Join(rd, "lib/systemd/systemd-resolved"))
 		// systemd-networkd's part: the link's DNS server (netplan's
 		// nameservers), pushed over the bus once resolved is on it.
 		lab.Eventually(t, 20*time.Second, 100*time.Millisecond, "resolved takes the link's DNS server", func() error {
-			_, err := k.run(ctx, resolvectl, "dns", lab.Iface, site.IPv4.String())
+			_, err := k.run(ctx, "env", ld, resolvectl, "dns", lab.Iface, site.IPv4.String())
 			return err
 		})
 	}
