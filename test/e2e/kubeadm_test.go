@@ -697,3 +697,15 @@ func runOut(t *testing.T, argv ...string) string {
 	}
 	return string(out)
 }
+
+// TestKubeadmGuideParses: what TestKubeadm takes from the operator guide is
+// there (a fast check beside the slow lab).
+func TestKubeadmGuideParses(t *testing.T) {
+	g := readKubeadmGuide(t)
+	if g.endpoint != "api."+domain+":9445" || !g.uploadCerts || !slices.Contains(g.certSANs, "api-int."+domain) || !slices.Contains(g.certSANs, "127.0.0.1") {
+		t.Errorf("kubeadm init from the guide: %+v", g)
+	}
+	if !strings.Contains(g.rbacBlock, "kubeadm kubeconfig user --client-name infradns") || !strings.Contains(g.workerBlock, "https://api-int."+domain+":9445") {
+		t.Errorf("the guide's blocks:\n%s\n%s", g.rbacBlock, g.workerBlock)
+	}
+}
