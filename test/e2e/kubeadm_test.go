@@ -254,10 +254,15 @@ type kaNode struct {
 	runner *lab.Process
 }
 
+// kaDir is the lab's own directory on each node, inside the node's
+// private /var/lib (never the host's /root): kubeadm's config files, the
+// admin kubeconfig's copy, the moved manifest, and HOME (kubectl's cache).
+const kaDir = "/var/lib/kubeadm-lab"
+
 // kube runs argv in the node's namespaces with the kube binaries on PATH
 // (kubeadm runs `kubelet --version`), as a node with kubeadm's packages has.
 func (k *kaNode) kube(ctx context.Context, bins string, argv ...string) (string, error) {
-	return k.run(ctx, append([]string{"env", "PATH=" + bins + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, argv...)...)
+	return k.run(ctx, append([]string{"env", "HOME=" + kaDir, "PATH=" + bins + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, argv...)...)
 }
 
 // sh runs script with bash like kube, in the repository (the guide's
@@ -366,7 +371,7 @@ ingressHealthURL: http://127.0.0.1:10254/healthz
 		// preflight looks it up).
 		hosts := k.path("/etc/hosts")
 		writeFile(t, hosts, string(mustRead(t, hosts))+fmt.Sprintf("%s %s\n", k.n.IPv4, k.n.Name))
-		if out, err := k.run(ctx, "mkdir", "-p", "/etc/kubernetes/infradns"); err != nil {
+		if out, err := k.run(ctx, "mkdir", "-p", "/etc/kubernetes/infradns", kaDir); err != nil {
 			t.Fatal(err, out)
 		}
 		if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", k.role, "-node", k.n.Name, "-o", "/"); err != nil {
@@ -442,12 +447,12 @@ controllerManager:
   extraArgs: [{name: flex-volume-plugin-dir, value: /var/lib/kubelet/volumeplugins}]
 ---
 %s`, kaToken, hex.EncodeToString(certKey), n1.n.IPv4, n1.n.Name, n1.n.IPv4, kubeVersion, guide.endpoint, strings.Join(guide.certSANs, ", "), kaKubeletConfig)
-	writeFile(t, n1.path("/root/kubeadm-init.yaml"), initCfg)
+	writeFile(t, n1.path(kaDir+"/kubeadm-init.yaml"), initCfg)
 	// Lab only: cgroup v1 (SystemVerification), and no registry for the
 	// two add-ons' images (kube-proxy wants iptables in its image, CoreDNS
 	// a build of its own); nothing here needs them, and without the
 	// phases kubeadm does not pull them.
-	args := []string{"kubeadm", "init", "--config", "/root/kubeadm-init.yaml", "--ignore-preflight-errors=SystemVerification",
+	args := []string{"kubeadm", "init", "--config", kaDir + "/kubeadm-init.yaml", "--ignore-preflight-errors=SystemVerification",
 		"--skip-phases=addon/coredns,addon/kube-proxy"}
 	if guide.uploadCerts {
 		args = append(args, "--upload-certs")
@@ -487,7 +492,7 @@ controllerManager:
 			t.Fatalf("%s resolves %s to %q before its kubelet runs: %v", k.n.Name, guide.endpoint, out, err)
 		}
 		ignore := append([]string{"SystemVerification"}, guide.joinIgnore...)
-		writeFile(t, k.path("/root/kubeadm-join.yaml"), fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
+		writeFile(t, k.path(kaDir+"/kubeadm-join.yaml"), fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: JoinConfiguration
 discovery:
   bootstrapToken: {apiServerEndpoint: %s, token: %s, caCertHashes: [%s]}
@@ -498,7 +503,7 @@ nodeRegistration:
   kubeletExtraArgs: [{name: node-ip, value: %s}]
 %s`, guide.endpoint, kaToken, caHash, k.n.Name, strings.Join(ignore, ", "), k.n.IPv4, cp))
 		start = time.Now()
-		if _, err := k.kube(ctx, bins, "kubeadm", "join", "--config", "/root/kubeadm-join.yaml"); err != nil {
+		if _, err := k.kube(ctx, bins, "kubeadm", "join", "--config", kaDir+"/kubeadm-join.yaml"); err != nil {
 			t.Fatalf("kubeadm join (%s): %v", k.role, err)
 		}
 		t.Logf("kubeadm join of %s (%s) through %s in %v", k.n.Name, k.role, guide.endpoint, time.Since(start).Round(100*time.Millisecond))
@@ -520,7 +525,7 @@ nodeRegistration:
 	// pods are hostNetwork): a bridge on each node's podCIDR, once the
 	// controller-manager has given every node one.
 	admin := func(k *kaNode, args ...string) (string, error) {
-		return k.run(ctx, append([]string{kubectl, "--kubeconfig", "/etc/kubernetes/admin.conf", "--request-timeout", "5s"}, args...)...)
+		return k.kube(ctx, bins, append([]string{kubectl, "--kubeconfig", "/etc/kubernetes/admin.conf", "--request-timeout", "5s"}, args...)...)
 	}
 	var cidrs map[string]string
 	lab.Eventually(t, kaBound, 500*time.Millisecond, "every node has a podCIDR", func() error {
@@ -548,12 +553,12 @@ nodeRegistration:
 	// The cluster through the VIP, from the worker, with the admin's
 	// kubeconfig (its server is the control-plane endpoint's name).
 	worker := nodes[2]
-	writeFile(t, worker.path("/root/admin.conf"), string(mustRead(t, n1.path("/etc/kubernetes/admin.conf"))))
-	if !strings.Contains(string(mustRead(t, worker.path("/root/admin.conf"))), "server: https://"+guide.endpoint+"\n") {
+	writeFile(t, worker.path(kaDir+"/admin.conf"), string(mustRead(t, n1.path("/etc/kubernetes/admin.conf"))))
+	if !strings.Contains(string(mustRead(t, worker.path(kaDir+"/admin.conf"))), "server: https://"+guide.endpoint+"\n") {
 		t.Fatalf("admin.conf does not point at %s", guide.endpoint)
 	}
 	viaVIP := func(args ...string) (string, error) {
-		return worker.run(ctx, append([]string{kubectl, "--kubeconfig", "/root/admin.conf", "--request-timeout", "3s"}, args...)...)
+		return worker.kube(ctx, bins, append([]string{kubectl, "--kubeconfig", kaDir + "/admin.conf", "--request-timeout", "3s"}, args...)...)
 	}
 	start = time.Now()
 	lab.Eventually(t, kaBound, time.Second, "every node Ready through the VIP", func() error {
@@ -595,7 +600,7 @@ nodeRegistration:
 	// The first node's kube-apiserver gone for good (its manifest moved
 	// away, as kubelet then stops it): the API still answers through the
 	// VIP, from haproxy's other backend.
-	if out, err := n1.run(ctx, "mv", "/etc/kubernetes/manifests/kube-apiserver.yaml", "/root/"); err != nil {
+	if out, err := n1.run(ctx, "mv", "/etc/kubernetes/manifests/kube-apiserver.yaml", kaDir+"/"); err != nil {
 		t.Fatal(err, out)
 	}
 	gone := time.Now()
