@@ -10,6 +10,8 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
+
+	"github.com/infradns/infradns/internal/cluster"
 )
 
 // TestReadme starts every `~~~ corefile` example of every infradns plugin README
@@ -18,6 +20,12 @@ func TestReadme(t *testing.T) {
 	readmes, err := filepath.Glob("../plugin/*/README.md")
 	if err != nil || len(readmes) == 0 {
 		t.Fatalf("No plugin READMEs found: %v", err)
+	}
+	// lbconfig's examples make its default track directory (it must exist
+	// before keepalived reads its configuration): take it away again
+	// when this test made it, so the host keeps nothing.
+	if _, err := os.Stat(cluster.DefaultTrackDir); os.IsNotExist(err) {
+		t.Cleanup(func() { _ = os.Remove(cluster.DefaultTrackDir) })
 	}
 	port := dnsserver.Port
 	dnsserver.Port = "0"
