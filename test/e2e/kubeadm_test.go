@@ -20,7 +20,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -138,21 +137,6 @@ func shBlocks(md string) []string {
 	}
 	return out
 }
-
-// kaHolder mounts the node's private tree like klHolder, and /usr too
-// (kubeadm's apiserver and controller-manager pods mount DirectoryOrCreate
-// paths under /usr).
-const kaHolder = `set -e
-d=$1
-mount -t tmpfs node "$d"
-for p in /etc /var/lib /usr; do
-  mkdir -p "$d/u$p" "$d/w$p"
-  mount -t overlay overlay -o "lowerdir=$p,upperdir=$d/u$p,workdir=$d/w$p" "$p"
-done
-mount -t tmpfs run /run
-mount -t tmpfs log /var/log
-exec sleep infinity
-`
 
 // kaKubeletRunner is what kubeadm's systemd unit and drop-in do (there is
 // no systemd here): wait for the files kubeadm writes, run kubelet with
@@ -323,46 +307,39 @@ ingressHealthURL: http://127.0.0.1:10254/healthz
 
 	base := t.TempDir()
 	var nodes []*kaNode
+	var kls []*klNode
+	klPodLogsOnFailure(t, &kls)
+	t.Cleanup(func() {
+		for _, k := range nodes {
+			if t.Failed() && k.runner != nil {
+				t.Logf("--- %s: kubelet, last 40 lines:\n%s", k.n.Name, lab.Tail(k.runner.LogPath, 40))
+			}
+		}
+	})
 	for i, n := range ls {
-		k := &kaNode{klNode: &klNode{n: n, dir: filepath.Join(base, n.Name)}, role: nodecfg.ControlPlane}
+		// /usr too: kubeadm's apiserver and controller-manager pods mount
+		// DirectoryOrCreate paths under it.
+		k := &kaNode{klNode: startKLNode(ctx, t, n, filepath.Join(base, n.Name), "/etc", "/var/lib", "/usr"), role: nodecfg.ControlPlane}
 		if i == 2 {
 			k.role = nodecfg.Worker
 		}
-		for _, d := range []string{"ovl", "cni/bin", "cni/net.d"} {
-			if err := os.MkdirAll(filepath.Join(k.dir, d), 0o755); err != nil {
-				t.Fatal(err)
-			}
+		if err := os.MkdirAll(filepath.Join(k.dir, "cni/net.d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(k.dir, "cni/bin"), 0o755); err != nil {
+			t.Fatal(err)
 		}
 		for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
 			if out, err := exec.Command("cp", "/usr/lib/cni/"+p, filepath.Join(k.dir, "cni/bin/")).CombinedOutput(); err != nil {
 				t.Fatalf("cp %s: %v %s", p, err, out)
 			}
 		}
-		k.holder = n.Start("holder", []string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", kaHolder, "sh", filepath.Join(k.dir, "ovl")}, lab.WithHostSys())
-		nodes = append(nodes, k)
+		nodes, kls = append(nodes, k), append(kls, k.klNode)
 	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, k := range nodes {
-			if k.runner != nil {
-				t.Logf("--- %s: kubelet, last 40 lines:\n%s", k.n.Name, lab.Tail(k.runner.LogPath, 40))
-			}
-			logs, _ := filepath.Glob(k.path("/var/log/pods/*/*/*.log"))
-			for _, f := range logs {
-				t.Logf("--- %s: %s, last 20 lines:\n%s", k.n.Name, strings.TrimPrefix(f, k.path("")), lab.Tail(f, 20))
-			}
-		}
-	})
 
 	// Step 2 of the guide on every node, before kubelet: the image, the
 	// directory, render-node, the resolver wiring.
 	for _, k := range nodes {
-		lab.Eventually(t, 10*time.Second, 50*time.Millisecond, k.n.Name+"'s mounts", func() error {
-			_, err := k.run(ctx, "mountpoint", "-q", "/usr")
-			return err
-		})
 		// What kubeadm's preflight wants of a node: forwarding on.
 		if out, err := k.run(ctx, "sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
 			t.Fatal(err, out)
@@ -389,34 +366,15 @@ ingressHealthURL: http://127.0.0.1:10254/healthz
 		k.containerd = k.start(t, "containerd", "containerd", "--config", filepath.Join(k.dir, "containerd.toml"))
 		k.runner = k.start(t, "kubelet", "bash", "-c", kaKubeletRunner, "bash", filepath.Join(bins, "kubelet"))
 	}
-	start = time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, len(nodes))
-	for i, k := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = lab.Poll(ctx, 20*time.Second, 100*time.Millisecond, func() error { _, err := k.ctr(ctx, "version"); return err })
-			files := []string{imgPause, imgInfradns}
-			if k.role == nodecfg.ControlPlane {
-				for _, f := range cpImages {
-					files = append(files, f)
-				}
+	klImport(ctx, t, kls, func(k *klNode) []string {
+		files := []string{imgPause, imgInfradns}
+		if k != nodes[2].klNode { // the control-plane nodes
+			for _, f := range cpImages {
+				files = append(files, f)
 			}
-			for _, f := range files {
-				if errs[i] == nil {
-					_, errs[i] = k.ctr(ctx, "images", "import", f)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
 		}
-	}
-	t.Logf("images imported into %d containerds in %v", len(nodes), time.Since(start).Round(100*time.Millisecond))
+		return files
+	})
 
 	// Step 3: kubeadm init on the first node, with the guide's flags. The
 	// lab's own settings (node name and address, this host's cgroup v1)

@@ -54,11 +54,13 @@ type klNode struct {
 	kubeletBin string
 }
 
-// klHolder mounts the node's private file system tree, then sleeps.
+// klHolder mounts the node's private file system tree (an overlay on each
+// directory it is given, tmpfs on /run and /var/log), then sleeps.
 const klHolder = `set -e
 d=$1
+shift
 mount -t tmpfs node "$d"
-for p in /etc /var/lib; do
+for p in "$@"; do
   mkdir -p "$d/u$p" "$d/w$p"
   mount -t overlay overlay -o "lowerdir=$p,upperdir=$d/u$p,workdir=$d/w$p" "$p"
 done
@@ -66,6 +68,66 @@ mount -t tmpfs run /run
 mount -t tmpfs log /var/log
 exec sleep infinity
 `
+
+// startKLNode gives lab node n its private tree (klHolder, overlays on
+// overlays), its host-side files in dir, and waits until it is mounted.
+func startKLNode(ctx context.Context, t *testing.T, n *lab.Node, dir string, overlays ...string) *klNode {
+	t.Helper()
+	k := &klNode{n: n, dir: dir}
+	if err := os.MkdirAll(filepath.Join(dir, "ovl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k.holder = n.Start("holder", append([]string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", klHolder, "sh", filepath.Join(dir, "ovl")}, overlays...), lab.WithHostSys())
+	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, n.Name+"'s mounts", func() error {
+		_, err := k.run(ctx, "mountpoint", "-q", "/var/log") // the holder's last mount
+		return err
+	})
+	return k
+}
+
+// klPodLogsOnFailure logs the tail of every container log of nodes when
+// the test has failed, before the lab's teardown.
+func klPodLogsOnFailure(t *testing.T, nodes *[]*klNode) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, k := range *nodes {
+			logs, _ := filepath.Glob(k.path("/var/log/pods/*/*/*.log"))
+			for _, f := range logs {
+				t.Logf("--- %s: %s, last 30 lines:\n%s", k.n.Name, strings.TrimPrefix(f, k.path("")), lab.Tail(f, 30))
+			}
+		}
+	})
+}
+
+// klImport imports images(k) into each node's containerd, all nodes at
+// once, once the containerd answers.
+func klImport(ctx context.Context, t *testing.T, nodes []*klNode, images func(*klNode) []string) {
+	t.Helper()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, k := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = lab.Poll(ctx, 20*time.Second, 100*time.Millisecond, func() error { _, err := k.ctr(ctx, "version"); return err })
+			for _, img := range images(k) {
+				if errs[i] == nil {
+					_, errs[i] = k.ctr(ctx, "images", "import", img)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("images imported into %d containerds in %v", len(nodes), time.Since(start).Round(100*time.Millisecond))
+}
 
 func (k *klNode) enter(argv ...string) []string {
 	pid := k.holder.Pid()
@@ -336,31 +398,11 @@ upstreams: [198.51.100.53]
 
 	base := t.TempDir()
 	var nodes []*klNode
+	klPodLogsOnFailure(t, &nodes)
 	for _, n := range l.Nodes() {
-		k := &klNode{n: n, dir: filepath.Join(base, n.Name), kubeletBin: kubelet}
-		if err := os.MkdirAll(filepath.Join(k.dir, "ovl"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		k.holder = n.Start("holder", []string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", klHolder, "sh", filepath.Join(k.dir, "ovl")}, lab.WithHostSys())
+		k := startKLNode(ctx, t, n, filepath.Join(base, n.Name), "/etc", "/var/lib")
+		k.kubeletBin = kubelet
 		nodes = append(nodes, k)
-	}
-	// Before the lab's teardown: what the containers said, on a failure.
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, k := range nodes {
-			logs, _ := filepath.Glob(k.path("/var/log/pods/*/*/*.log"))
-			for _, f := range logs {
-				t.Logf("--- %s: %s, last 30 lines:\n%s", k.n.Name, strings.TrimPrefix(f, k.path("")), lab.Tail(f, 30))
-			}
-		}
-	})
-	for _, k := range nodes {
-		lab.Eventually(t, 10*time.Second, 50*time.Millisecond, k.n.Name+"'s mounts", func() error {
-			_, err := k.run(ctx, "mountpoint", "-q", "/var/log")
-			return err
-		})
 		// The operator's install: render-node to "/", the dispatcher as
 		// NetworkManager runs it, the kubeconfig.
 		if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", nodecfg.ControlPlane, "-node", k.n.Name, "-o", "/"); err != nil {
@@ -407,30 +449,9 @@ upstreams: [198.51.100.53]
 	slices.Sort(podNames)
 
 	// Images: imported into every node's containerd, in parallel.
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, len(nodes))
-	for i, k := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = lab.Poll(ctx, 20*time.Second, 100*time.Millisecond, func() error { _, err := k.ctr(ctx, "version"); return err })
-			for _, img := range []string{imgPause, imgInfradns} {
-				if errs[i] == nil {
-					_, errs[i] = k.ctr(ctx, "images", "import", img)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("images imported into %d containerds in %v", len(nodes), time.Since(start).Round(100*time.Millisecond))
+	klImport(ctx, t, nodes, func(*klNode) []string { return []string{imgPause, imgInfradns} })
 
-	start = time.Now()
+	start := time.Now()
 	for _, k := range nodes {
 		k.startKubelet(t)
 	}

@@ -156,14 +156,10 @@ func TestSystemdResolvedReal(t *testing.T) {
 	holder.Start("coredns", []string{coredns, "-conf", holderConf})
 
 	n := l.Nodes()[0]
-	k := &klNode{n: n, dir: t.TempDir()}
-	k.holder = n.Start("holder", []string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", kaHolder, "sh", k.dir}, lab.WithHostSys())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, "the node's mounts", func() error {
-		_, err := k.run(ctx, "mountpoint", "-q", "/usr")
-		return err
-	})
+	// /usr too: render-node installs the script under /usr/local/libexec.
+	k := startKLNode(ctx, t, n, t.TempDir(), "/etc", "/var/lib", "/usr")
 
 	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
 	writeFile(t, clusterFile, fmt.Sprintf(`cluster: rslab
