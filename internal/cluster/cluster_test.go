@@ -69,7 +69,7 @@ func TestNewRefuses(t *testing.T) {
 		{"backend 0.0.0.0", func(s *Spec) { s.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:6443")} }, `apiServers: 0.0.0.0:6443: the unspecified address`},
 		{"backend multicast", func(s *Spec) { s.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("224.0.0.1:6443")} }, `apiServers: 224.0.0.1:6443: a multicast address`},
 		{"backend is the api vip", func(s *Spec) { s.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("192.0.2.5:6443")} }, `apiServers, apiVIPs: 192.0.2.5 is a VIP: an apiserver is a node's own address`},
-		{"v2 sub-second", func(s *Spec) { s.VRRP.Version = 2 }, `vrrpVersion, advertInterval: advert interval 80ms: vrrp version 2 needs whole seconds in [1s, 255s]`},
+		{"v2 sub-second", func(s *Spec) { s.VRRP.Version = 2 }, `vrrpVersion, advertInterval: advert interval 60ms: vrrp version 2 needs whole seconds in [1s, 255s]`},
 		{"v3 15ms", func(s *Spec) { s.VRRP.AdvertInterval = 15 * time.Millisecond }, `vrrpVersion, advertInterval: advert interval 15ms: vrrp version 3 needs a multiple of 10ms in [10ms, 40.95s]`},
 		{"version 4", func(s *Spec) { s.VRRP.Version = 4 }, `vrrpVersion, advertInterval: vrrp version 4: must be 2 or 3`},
 		{"relative track dir", func(s *Spec) { s.TrackDir = "run/infradns" }, `trackDir: "run/infradns" must be a clean absolute path of letters, digits and ._/+@-`},
@@ -119,7 +119,7 @@ func TestNewDefaults(t *testing.T) {
 	}
 	got := m.Spec()
 	if got.APIPort != 6443 || got.LBPort != 9445 || got.HealthPort != 9454 || got.VRRP.Version != 3 ||
-		got.VRRP.AdvertInterval != 80*time.Millisecond || got.TrackDir != "/run/infradns" ||
+		got.VRRP.AdvertInterval != 60*time.Millisecond || got.TrackDir != "/run/infradns" ||
 		got.IngressService != "openshift-ingress/router-internal-default" {
 		t.Errorf("Defaults = %+v", got)
 	}

@@ -85,7 +85,7 @@ func TestFileRefuses(t *testing.T) {
 		{"server 0.0.0.0", edit(map[string]string{"apiServers": "apiServers: [0.0.0.0]"}), "c.yaml:8: apiServers: 0.0.0.0:6443: the unspecified address"},
 		{"server multicast", edit(map[string]string{"apiServers": `apiServers: ["[ff02::1]:6443"]`}), "c.yaml:8: apiServers: [ff02::1]:6443: a multicast address"},
 		{"same ports", edit(nil, "lbPort: 9000", "lbHealthPort: 9000"), "c.yaml:12: lbPort, lbHealthPort: both are 9000: haproxy needs two ports"},
-		{"v2 sub-second", edit(nil, "vrrpVersion: 2"), "c.yaml:11: vrrpVersion, advertInterval: advert interval 80ms: vrrp version 2 needs whole seconds in [1s, 255s]"},
+		{"v2 sub-second", edit(nil, "vrrpVersion: 2"), "c.yaml:11: vrrpVersion, advertInterval: advert interval 60ms: vrrp version 2 needs whole seconds in [1s, 255s]"},
 		{"router ids equal", edit(nil, "routerIDs: {api: 7, ingress: 7}"), "c.yaml:11: routerIDs: api and ingress are both 7"},
 		{"bad ingress service", edit(nil, "ingressService: ns/a,b=c"), `c.yaml:11: ingressService: "ns/a,b=c" is not NAMESPACE/NAME (two DNS labels: lower-case letters, digits, inner '-')`},
 		{"node with a brace", edit(nil, `node: "a b}"`), `c.yaml:11: node: "a b}" is not a Node name: lower-case letters, digits, '-' and '.' (RFC 1123)`},

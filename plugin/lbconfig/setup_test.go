@@ -32,7 +32,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("Spec = %+v", s)
 			}
 			if s.LBPort != cluster.DefaultLBPort || s.APIPort != cluster.DefaultAPIPort || s.VRRP.Version != 3 ||
-				s.VRRP.AdvertInterval != 80*time.Millisecond || s.IngressService != "openshift-ingress/router-internal-default" {
+				s.VRRP.AdvertInterval != 60*time.Millisecond || s.IngressService != "openshift-ingress/router-internal-default" {
 				t.Errorf("Defaults not set: %+v", s)
 			}
 			if r := l.reload[lb.Keepalived]; r.method != "pidfile" || r.path != DefaultKeepalivedPidfile {
@@ -191,7 +191,7 @@ func TestParseRefuses(t *testing.T) {
 		{"multicast vip", block("ingress-vip 224.0.0.18"), at + "invalid address \"224.0.0.18\": not a unicast address"},
 		{"bad port", block("lb-port 70000"), at + "lb-port must be a port in [1, 65535]: \"70000\""},
 		{"same ports", block("lb-port 9454"), at + "lb-port, health-port: both are 9454: haproxy needs two ports"},
-		{"v2 sub-second", block("vrrp-version 2"), at + "vrrp-version, advert-interval: advert interval 80ms: vrrp version 2 needs whole seconds in [1s, 255s]"},
+		{"v2 sub-second", block("vrrp-version 2"), at + "vrrp-version, advert-interval: advert interval 60ms: vrrp version 2 needs whole seconds in [1s, 255s]"},
 		{"v3 odd interval", block("advert-interval 15ms"), at + "vrrp-version, advert-interval: advert interval 15ms: vrrp version 3 needs a multiple of 10ms in [10ms, 40.95s]"},
 		{"vrrp 4", block("vrrp-version 4"), at + "vrrp-version must be 2 or 3: \"4\""},
 		{"bad duration", block("advert-interval fast"), at + "invalid advert-interval \"fast\": time: invalid duration \"fast\""},
