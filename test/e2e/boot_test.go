@@ -82,10 +82,7 @@ func TestBootFromRenderedManifests(t *testing.T) {
 	fakeapi := vrrpBuildFakeAPI(t)
 
 	l := lab.New(t, lab.Config{Prefix: "boot", Nodes: 4, Client: true, TeardownGrace: time.Second})
-	site := l.AddClient("sitedns")
-	siteConf := filepath.Join(t.TempDir(), "Corefile")
-	writeFile(t, siteConf, fmt.Sprintf(".:53 {\n    hosts {\n        %s %s\n    }\n}\n", bootSiteAddr, bootSiteName))
-	site.Start("coredns", []string{image["/usr/bin/coredns"], "-conf", siteConf})
+	site := startSiteDNS(t, l, image["/usr/bin/coredns"])
 
 	var apiServers []string
 	for _, n := range l.Nodes()[:3] {
@@ -452,6 +449,17 @@ func bootWaitMetric(ctx context.Context, t *testing.T, bn *bootNode, source stri
 		}
 		return nil
 	})
+}
+
+// startSiteDNS starts the site's DNS server on a lab client: coredns
+// (the binary given) knowing only bootSiteName.
+func startSiteDNS(t *testing.T, l *lab.Lab, coredns string) *lab.Node {
+	t.Helper()
+	site := l.AddClient("sitedns")
+	conf := filepath.Join(t.TempDir(), "Corefile")
+	writeFile(t, conf, fmt.Sprintf(".:53 {\n    hosts {\n        %s %s\n    }\n}\n", bootSiteAddr, bootSiteName))
+	site.Start("coredns", []string{coredns, "-conf", conf})
+	return site
 }
 
 // bootWaitA waits until from's CoreDNS answers qname with exactly addr.

@@ -283,10 +283,7 @@ func TestKubeadm(t *testing.T) {
 	t.Logf("images built in %v: %v, %s", time.Since(start).Round(100*time.Millisecond), slices.Sorted(maps.Keys(cpImages)), pauseName)
 
 	l := lab.New(t, lab.Config{Prefix: "ka", Nodes: 3, Client: true, TeardownGrace: 2 * time.Second})
-	site := l.AddClient("sitedns")
-	siteConf := filepath.Join(t.TempDir(), "Corefile")
-	writeFile(t, siteConf, fmt.Sprintf(".:53 {\n    hosts {\n        %s %s\n    }\n}\n", bootSiteAddr, bootSiteName))
-	site.Start("coredns", []string{lab.Binary(t, "coredns"), "-conf", siteConf})
+	site := startSiteDNS(t, l, lab.Binary(t, "coredns"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -359,10 +359,7 @@ func TestKubeletStaticPods(t *testing.T) {
 	imgInfradns, imgPause := klImages(t, klPause)
 
 	l := lab.New(t, lab.Config{Prefix: "kl", Nodes: 3, Client: true, TeardownGrace: 2 * time.Second})
-	site := l.AddClient("sitedns")
-	siteConf := filepath.Join(t.TempDir(), "Corefile")
-	writeFile(t, siteConf, fmt.Sprintf(".:53 {\n    hosts {\n        %s %s\n    }\n}\n", bootSiteAddr, bootSiteName))
-	site.Start("coredns", []string{lab.Binary(t, "coredns"), "-conf", siteConf})
+	site := startSiteDNS(t, l, lab.Binary(t, "coredns"))
 
 	// The API first: this lab is the cluster after installation.
 	kube := startLabKube(t, l)

@@ -137,10 +137,7 @@ func TestSystemdResolvedReal(t *testing.T) {
 	ld := "LD_LIBRARY_PATH=" + libdir
 	infradns, coredns := lab.Binary(t, "infradns"), lab.Binary(t, "coredns")
 	l := lab.New(t, lab.Config{Prefix: "rs", Nodes: 1, Client: true, TeardownGrace: time.Second})
-	site := l.AddClient("sitedns")
-	siteConf := filepath.Join(t.TempDir(), "Corefile")
-	writeFile(t, siteConf, fmt.Sprintf(".:53 {\n    hosts {\n        %s %s\n    }\n}\n", bootSiteAddr, bootSiteName))
-	site.Start("coredns", []string{coredns, "-conf", siteConf})
+	site := startSiteDNS(t, l, coredns)
 
 	// The API VIP's holder: a CoreDNS on the VIP that answers one name
 	// otherwise than the node's (which gives every apps name the ingress
