@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/test/e2e/lab"
 
@@ -499,6 +500,169 @@ func TestIngressVIPsSpread(t *testing.T) {
 	slices.Sort(failovers)
 	t.Logf("ingress failover over %d moves: min %d ms, median %d ms, max %d ms", len(failovers),
 		failovers[0].Milliseconds(), failovers[len(failovers)/2].Milliseconds(), failovers[len(failovers)-1].Milliseconds())
+
+	g.reloadHolder(at, probes)
+	g.drainRounds(at, probes, ingDrainRounds(t))
+}
+
+// ingDrainRounds is how many drain rounds TestIngressVIPsSpread runs: 2 in
+// make test, INFRADNS_DRAIN_ROUNDS for the figures (10 or more).
+func ingDrainRounds(t *testing.T) int {
+	if s := os.Getenv("INFRADNS_DRAIN_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("INFRADNS_DRAIN_ROUNDS=%q: want a positive number", s)
+		}
+		return n
+	}
+	return 2
+}
+
+// label puts kube.LabelExcludeFromLB on node i, or takes it off.
+func (g *ingLab) label(i int, on bool) {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := g.kube.Client.CoreV1().Nodes().Get(ctx, g.name(i), metav1.GetOptions{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if on {
+		n.Labels[kube.LabelExcludeFromLB] = ""
+	} else {
+		delete(n.Labels, kube.LabelExcludeFromLB)
+	}
+	if _, err := g.kube.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// drainRounds: the admin labels a VIP's holder
+// exclude-from-external-load-balancers (what precedes a drain). lbconfig on
+// every node renders it out of the ingress groups, its keepalived drops the
+// instances on the reload and the next router takes the VIPs: a hand-over
+// that fails no request (the VIP's copy on lo serves the clients still on
+// the old MAC). Taking the label off moves nothing back (nopreempt).
+func (g *ingLab) drainRounds(at []int, probes []*lab.Process, rounds int) {
+	t := g.t
+	t.Helper()
+	var moves []time.Duration
+	var failed []int
+	for round := range rounds {
+		victim := at[round%len(at)]
+		var moving []int
+		for v, h := range at {
+			if h == victim {
+				moving = append(moving, v)
+			}
+		}
+		before := g.masters()
+		time.Sleep(300 * time.Millisecond) // client traffic before the label
+		t0 := time.Now()
+		g.label(victim, true)
+		moved := map[int]time.Duration{}
+		lab.Eventually(t, vrrpMoveBound, 10*time.Millisecond, fmt.Sprintf("drain %d: VIPs of %s move", round+1, g.name(victim)), func() error {
+			hs, err := g.holders()
+			if err != nil {
+				return err
+			}
+			for v, h := range hs {
+				if !slices.Contains(moving, v) {
+					if !slices.Equal(h, []int{at[v]}) {
+						t.Fatalf("drain %d: %s moved from %s to %v though %s held it", round+1, ingVIPs[v], g.name(at[v]), h, g.name(at[v]))
+					}
+					continue
+				}
+				if _, done := moved[v]; done {
+					continue
+				}
+				if len(h) == 1 && h[0] != victim {
+					if h[0] == 0 {
+						t.Fatalf("drain %d: %s moved to %s, which has no router", round+1, ingVIPs[v], g.name(h[0]))
+					}
+					moved[v] = time.Since(t0)
+					at[v] = h[0]
+				}
+			}
+			if len(moved) < len(moving) {
+				return fmt.Errorf("holders %v", hs)
+			}
+			return nil
+		})
+		var lines []string
+		for _, v := range moving {
+			st := ingOutage(probes[v], t0)
+			moves, failed = append(moves, moved[v]), append(failed, st.failed)
+			lines = append(lines, fmt.Sprintf("%s → %s in %d ms, %d of %d requests failed", ingVIPs[v], g.name(at[v]), moved[v].Milliseconds(), st.failed, st.requests))
+			if st.failed > 0 {
+				t.Errorf("drain %d: %d requests to %s failed while it moved off %s, want 0 (a hand-over)", round+1, st.failed, ingVIPs[v], g.name(victim))
+			}
+		}
+		m := g.masters()
+		for v := range ingVIPs {
+			want := before[v]
+			if slices.Contains(moving, v) {
+				want++
+			}
+			if m[v] != want {
+				t.Errorf("drain %d: %s has %d MASTER transitions, want %d", round+1, ingVIPs[v], m[v], want)
+			}
+		}
+		// The label comes off: the node is a backup again and takes nothing.
+		g.label(victim, false)
+		g.settled(g.name(victim) + " undrained")
+		quiet := time.Now()
+		for time.Since(quiet) < 2*time.Second {
+			if p := g.placement("placement after "+g.name(victim)+" is undrained", time.Second); !slices.Equal(p, at) {
+				t.Fatalf("drain %d: the label came off %s and the placement moved from %v to %v", round+1, g.name(victim), at, p)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("drain %d: %s labelled %s: %s", round+1, g.name(victim), kube.LabelExcludeFromLB, strings.Join(lines, "; "))
+	}
+	slices.Sort(failed)
+	t.Logf("%d × drain (ms min/median/max): VIP moved %s; failed requests %d/%d/%d", rounds,
+		vrrpSummary(moves), failed[0], failed[len(failed)/2], failed[len(failed)-1])
+}
+
+// reloadHolder reloads the Corefile of VIP 0's holder (SIGUSR1, what the
+// reload plugin does on a change, and an upgrade of the pod's config): the
+// new lbconfig takes over the files and keepalived, and nothing moves.
+func (g *ingLab) reloadHolder(at []int, probes []*lab.Process) {
+	t := g.t
+	t.Helper()
+	h := at[0]
+	gn := g.nodes[h]
+	before := g.masters()
+	t0 := time.Now()
+	if err := gn.coredns.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, "Corefile reloaded on "+gn.n.Name, func() error {
+		if !strings.Contains(gn.coredns.Log(), "Reloading complete") {
+			return fmt.Errorf("no completed reload in the log yet")
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	if p := g.placement("placement after the reload", time.Second); !slices.Equal(p, at) {
+		t.Fatalf("Corefile reload on %s moved the placement from %v to %v", gn.n.Name, at, p)
+	}
+	if m := g.masters(); !slices.Equal(m, before) {
+		t.Errorf("Corefile reload on %s: MASTER transitions %v, want %v (no move)", gn.n.Name, m, before)
+	}
+	var lines []string
+	for v := range ingVIPs {
+		st := ingOutage(probes[v], t0)
+		lines = append(lines, fmt.Sprintf("%s: %d of %d failed", ingVIPs[v], st.failed, st.requests))
+		if st.failed > 0 {
+			t.Errorf("Corefile reload on %s: %d requests to %s failed, want 0", gn.n.Name, st.failed, ingVIPs[v])
+		}
+	}
+	t.Logf("Corefile reload on %s (holder of %s): no VRRP transition; %s", gn.n.Name, ingVIPs[0], strings.Join(lines, ", "))
 }
 
 // ingOutage waits until the probe has been served vrrpSteadyOK times in a

@@ -145,9 +145,9 @@ func logRSS(t *testing.T, c *kubetest.Cluster, when string) {
 
 // kubeParallel runs a test that spends most of its time waiting out an API
 // outage beside the other such tests, once every sequential test of the
-// package is done (go test's -parallel, GOMAXPROCS by default). Their
-// latencies are logged, never asserted, and nothing of the VRRP lab's
-// timings runs meanwhile. It keeps make test's warm run under 10 minutes.
+// package is done (make e2e's -parallel 4), with TestVRRPStability. No
+// failover timing runs meanwhile, and kubeadm's three-node control plane
+// neither (see TestKubeadm). It keeps make test's warm run under 10 minutes.
 func kubeParallel(t *testing.T) {
 	t.Helper()
 	t.Parallel()

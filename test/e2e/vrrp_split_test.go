@@ -16,10 +16,10 @@ import (
 	"github.com/infradns/infradns/test/e2e/lab"
 )
 
-// vrrpSplitRoundsEnv sets how many split-brain rounds
-// TestVRRPRepeatedCrashAndStability runs (default 2: one with each of the
-// two backups cut off from the holder's adverts, so both outcomes of the
-// rule, the holder keeping the VIP and the holder stepping down, are seen).
+// vrrpSplitRoundsEnv sets how many split-brain rounds TestVRRPRepeatedCrash
+// runs (default 2: one with each of the two backups cut off from the
+// holder's adverts, so both outcomes of the rule, the holder keeping the VIP
+// and the holder stepping down, are seen).
 const vrrpSplitRoundsEnv = "INFRADNS_SPLIT_ROUNDS"
 
 // vrrpSplitHold is how long a round keeps the adverts filtered after the
