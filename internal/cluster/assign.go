@@ -71,12 +71,15 @@ func Assign(m *Model, s Snapshot) ([]Assignment, error) {
 	}
 	// A node being drained (excluded from load balancers) gives its groups
 	// to the others; a group it would leave with nobody keeps it: a label
-	// put on every control-plane node must not take the API VIP away.
+	// put on every control-plane node must not take the API VIP away. The
+	// others keep their ranks, peers and so their configuration: a drain
+	// reloads the drained node's keepalived alone. (When every node
+	// reloaded, keepalived 2.2.7 sometimes made the next holder MASTER
+	// inside its own reload and never sent that instance's gratuitous
+	// ARPs: the lab's client stayed on the drained node's MAC for 3 s.)
+	leave := map[Holders]bool{}
 	for h, el := range eligible {
-		kept := slices.DeleteFunc(slices.Clone(el), func(n Node) bool { return n.Excluded })
-		if len(kept) > 0 {
-			eligible[h] = kept
-		}
+		leave[h] = slices.ContainsFunc(el, func(n Node) bool { return !n.Excluded })
 	}
 	count := map[Holders]int{}
 	for _, g := range m.groups {
@@ -87,7 +90,7 @@ func Assign(m *Model, s Snapshot) ([]Assignment, error) {
 	for _, g := range m.groups {
 		el := eligible[g.Holders]
 		self := slices.IndexFunc(el, func(n Node) bool { return n.Name == m.spec.Node })
-		if self < 0 {
+		if self < 0 || el[self].Excluded && leave[g.Holders] {
 			continue
 		}
 		rank := ((self-g.Index)%len(el) + len(el)) % len(el)

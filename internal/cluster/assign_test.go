@@ -52,6 +52,38 @@ func describe(as []Assignment) []string {
 	return out
 }
 
+// TestAssignDrainTouchesNoOtherNode: labelling one node changes no other
+// node's assignments (ranks, home, peers), whichever node is drained: only
+// the drained node's keepalived reloads.
+func TestAssignDrainTouchesNoOtherNode(t *testing.T) {
+	three := []string{"192.0.2.10", "192.0.2.11", "192.0.2.12"}
+	for _, drained := range snapshot().Nodes {
+		for _, other := range snapshot().Nodes {
+			if other.Name == drained.Name {
+				continue
+			}
+			before, err := Assign(model(t, other.Name, three...), snapshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := snapshot()
+			exclude(&s, drained.Name)
+			after, err := Assign(model(t, other.Name, three...), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, a := describe(before), describe(after); !slices.Equal(b, a) {
+				t.Errorf("%s drained: %s's assignments changed from\n  %s\nto\n  %s", drained.Name, other.Name, strings.Join(b, "\n  "), strings.Join(a, "\n  "))
+			}
+		}
+		s := snapshot()
+		exclude(&s, drained.Name)
+		if as, err := Assign(model(t, drained.Name, three...), s); err != nil || len(as) != 0 {
+			t.Errorf("%s drained still holds %v (%v)", drained.Name, describe(as), err)
+		}
+	}
+}
+
 func TestAssign(t *testing.T) {
 	three := []string{"192.0.2.10", "192.0.2.11", "192.0.2.12", "2001:db8::10", "2001:db8::11", "2001:db8::12"}
 	tests := []struct {
@@ -72,12 +104,15 @@ func TestAssign(t *testing.T) {
 			want: []string{"ingress rank=2 home=false spread=false peers=[master-2 worker-0]"}},
 		{name: "unknown node holds nothing", node: "stranger", ingress: []string{"192.0.2.10"}},
 		// exclude-from-external-load-balancers: the drained node gives its
-		// groups to the others, and the others stop counting it as a peer.
+		// groups to the others, whose ranks and peers stay as they were (a
+		// drain changes no other node's keepalived.conf).
 		{name: "drained control-plane node holds nothing", node: "master-0", ingress: []string{"192.0.2.10"},
 			snap: func(s *Snapshot) { exclude(s, "master-0") }},
-		{name: "the others take over from a drained node", node: "master-1", ingress: []string{"192.0.2.10"},
+		{name: "the others keep their ranks when a node is drained", node: "master-1", ingress: []string{"192.0.2.10"},
 			snap: func(s *Snapshot) { exclude(s, "master-0") },
-			want: []string{"api rank=0 home=true spread=false peers=[master-2]"}},
+			want: []string{"api rank=1 home=false spread=false peers=[master-0 master-2]"}},
+		{name: "a drained node gives up every group another node can hold", node: "master-2", ingress: []string{"192.0.2.10"},
+			snap: func(s *Snapshot) { exclude(s, "master-2") }},
 		{name: "a group no one else can hold stays", node: "master-2", ingress: []string{"192.0.2.10"},
 			snap: func(s *Snapshot) {
 				exclude(s, "master-0", "master-1", "master-2")

