@@ -313,26 +313,42 @@ func TestServerOtherOpcodes(t *testing.T) {
 
 // TestServerMultisocket: `multisocket 2` opens two UDP sockets on the one
 // port (SO_REUSEPORT), as /proc/net/udp shows, and queries from many source
-// ports are all answered by our plugins.
+// ports are all answered by our plugins; after a reload (what the reload
+// plugin and SIGUSR1 do) there are still two: a reload that handed one
+// socket's descriptor to every server would serve on one (CoreDNS issue
+// 5595, fixed by coredns/caddy pull request 6).
 func TestServerMultisocket(t *testing.T) {
 	port := plugintest.FreePort(t, "udp", "tcp")
-	startServer(t, fmt.Sprintf(`ocp4.example.com:%d {
+	corefile := fmt.Sprintf(`ocp4.example.com:%d {
 		bind 127.0.0.1
 		multisocket 2
 		apiint 192.0.2.5
-	}`, port))
-	b, err := os.ReadFile("/proc/net/udp")
+	}`, port)
+	inst, err := caddy.Start(input{corefile})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Start: %v", err)
 	}
-	local := fmt.Sprintf("0100007F:%04X", port)
-	if n := strings.Count(string(b), local); n != 2 {
-		t.Errorf("%d UDP sockets on 127.0.0.1:%d, want 2:\n%s", n, port, b)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for range 20 { // each exchange dials from a new source port
-		if r := exchange(t, "udp", addr, "api-int.ocp4.example.com.", dns.TypeA, 0); answers(r) != "192.0.2.5" {
-			t.Fatalf("api-int: %q, want 192.0.2.5", answers(r))
+	t.Cleanup(func() { inst.Stop() })
+	check := func(when string) {
+		t.Helper()
+		b, err := os.ReadFile("/proc/net/udp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := fmt.Sprintf("0100007F:%04X", port)
+		if n := strings.Count(string(b), local); n != 2 {
+			t.Errorf("%s: %d UDP sockets on 127.0.0.1:%d, want 2:\n%s", when, n, port, b)
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		for range 20 { // each exchange dials from a new source port
+			if r := exchange(t, "udp", addr, "api-int.ocp4.example.com.", dns.TypeA, 0); answers(r) != "192.0.2.5" {
+				t.Fatalf("%s: api-int: %q, want 192.0.2.5", when, answers(r))
+			}
 		}
 	}
+	check("started")
+	if inst, err = inst.Restart(input{corefile}); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	check("reloaded")
 }
