@@ -52,6 +52,8 @@ type vrrpNode struct {
 	// keepalived ever started here, for counting state changes in their logs.
 	keepalived, haproxy, coredns *lab.Process
 	kaAll                        []*lab.Process
+	// api is the node's fake apiserver, the haproxy backend.
+	api *lab.Process
 }
 
 type vrrpLab struct {
@@ -63,6 +65,8 @@ type vrrpLab struct {
 	kube *kubetest.Cluster
 	// splitFigures are the split-brain rounds so far.
 	splitFigures []vrrpSplitFigure
+	// fakeapi is the built fake apiserver and client.
+	fakeapi string
 }
 
 // metrics is node i's lbconfig metrics page ("" when it cannot be read:
@@ -143,7 +147,7 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
 	fakeapi := vrrpBuildFakeAPI(t)
 
 	l := lab.New(t, lab.Config{Prefix: "vrrp", Nodes: cfg.nodes, Client: true, TeardownGrace: time.Second})
-	v := &vrrpLab{t: t, lab: l}
+	v := &vrrpLab{t: t, lab: l, fakeapi: fakeapi}
 	var backends []string
 	for _, n := range l.Nodes() {
 		backends = append(backends, netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String())
@@ -176,7 +180,7 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
 		if err := os.MkdirAll(filepath.Join(vn.dir, "track"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		n.Start("fakeapi", []string{fakeapi, "serve", "-name", n.Name,
+		vn.api = n.Start("fakeapi", []string{fakeapi, "serve", "-name", n.Name,
 			"-listen", netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String()})
 		// vrrp-guard is left on (1 s instead of 3 s): it listens for clashing
 		// routers before the first keepalived file, as on a real node.
@@ -858,6 +862,43 @@ func TestVRRPRepeatedCrash(t *testing.T) {
 	}
 
 	v.waitSettled("after the backend cuts")
+	v.allBackendsDown()
+}
+
+// allBackendsDown kills every apiserver at once: each haproxy marks its
+// backends down (a refused connection on the client's next request, or its
+// check) and /haproxy_ready fails, every node's group goes to FAULT and
+// nobody holds the VIP. It reports how long that takes (haproxy's own
+// detection plus lbconfig's check), then brings the apiservers back and
+// waits for one holder again.
+func (v *vrrpLab) allBackendsDown() {
+	v.t.Helper()
+	h := v.waitSettled("before every apiserver goes")
+	t0 := time.Now()
+	for _, vn := range v.nodes {
+		if err := vn.api.Kill(); err != nil {
+			v.t.Fatal(err)
+		}
+	}
+	lab.Eventually(v.t, 10*time.Second, 10*time.Millisecond, "the VIP released once no apiserver is up", func() error {
+		hs, err := v.holders()
+		if err != nil {
+			return err
+		}
+		if len(hs) != 0 {
+			return fmt.Errorf("holders %s", v.names(hs))
+		}
+		return nil
+	})
+	gone := time.Since(t0)
+	t1 := time.Now()
+	for _, vn := range v.nodes {
+		vn.api = vn.n.Start("fakeapi", []string{v.fakeapi, "serve", "-name", vn.n.Name,
+			"-listen", netip.AddrPortFrom(vn.n.IPv4, vrrpAPIPort).String()})
+	}
+	back := v.waitSettled("after the apiservers came back")
+	v.t.Logf("every apiserver killed: %s released the VIP after %d ms (nobody holds it: no haproxy is ready); apiservers back: %s holds it %d ms later",
+		v.nodes[h].n.Name, vrrpMS(gone), v.nodes[back].n.Name, vrrpMS(time.Since(t1)))
 }
 
 // TestVRRPStability holds a settled three-node cluster under client load for
