@@ -405,58 +405,17 @@ func TestIngressVIPsSpread(t *testing.T) {
 	var failovers []time.Duration
 	for round := range ingRounds {
 		victim := at[round%len(at)]
-		var moving []int
-		for v, h := range at {
-			if h == victim {
-				moving = append(moving, v)
-			}
-		}
+		moving := heldBy(at, victim)
 		before := g.masters()
 		kill := time.Now()
 		g.kill(victim)
-		// Watch every VIP until each moving one is on a surviving router:
-		// the others must not move at any point.
-		moved := map[int]time.Duration{}
-		lab.Eventually(t, vrrpMoveBound, 10*time.Millisecond, fmt.Sprintf("round %d: VIPs of %s move", round, g.name(victim)), func() error {
-			hs, err := g.holders()
-			if err != nil {
-				return err
-			}
-			for v, h := range hs {
-				if !slices.Contains(moving, v) {
-					if !slices.Equal(h, []int{at[v]}) {
-						t.Fatalf("round %d: %s moved from %s to %v though %s held it", round, ingVIPs[v], g.name(at[v]), h, g.name(at[v]))
-					}
-					continue
-				}
-				if _, done := moved[v]; done {
-					continue
-				}
-				for _, n := range h {
-					if n != victim {
-						if n == 0 {
-							t.Fatalf("round %d: %s moved to %s, which has no router", round, ingVIPs[v], g.name(n))
-						}
-						moved[v] = time.Since(kill)
-						at[v] = n
-					}
-				}
-			}
-			if len(moved) < len(moving) {
-				return fmt.Errorf("holders %v", hs)
-			}
-			return nil
-		})
+		moved := g.waitMoved(fmt.Sprintf("round %d", round), at, moving, victim, kill)
 		// lbconfig's guard takes the stale copies off the killed node.
 		after := g.placement(fmt.Sprintf("round %d: stale VIPs gone from %s", round, g.name(victim)), 15*time.Second)
 		if !slices.Equal(after, at) {
 			t.Fatalf("round %d: placement %v, want %v", round, after, at)
 		}
-		for _, v := range moving {
-			if want := g.successor(v, victim); at[v] != want {
-				t.Errorf("round %d: %s went to %s, want %s (next in its order of preference)", round, ingVIPs[v], g.name(at[v]), g.name(want))
-			}
-		}
+		g.checkSuccessors(fmt.Sprintf("round %d", round), at, moving, victim)
 		var moves []string
 		for _, v := range moving {
 			failovers = append(failovers, moved[v])
@@ -468,16 +427,7 @@ func TestIngressVIPsSpread(t *testing.T) {
 			st := ingOutage(probes[v], kill)
 			outages = append(outages, fmt.Sprintf("%s: %d of %d requests failed, back after %d ms", ingVIPs[v], st.failed, st.requests, st.outage.Milliseconds()))
 		}
-		m := g.masters()
-		for v := range ingVIPs {
-			want := before[v]
-			if slices.Contains(moving, v) {
-				want++
-			}
-			if m[v] != want {
-				t.Errorf("round %d: %s has %d MASTER transitions, want %d", round, ingVIPs[v], m[v], want)
-			}
-		}
+		m := g.checkMasters(fmt.Sprintf("round %d", round), before, moving)
 
 		// The node comes back: it must take nothing back.
 		before = m
@@ -554,45 +504,18 @@ func (g *ingLab) drainRounds(at []int, probes []*lab.Process, rounds int) {
 	var failed []int
 	for round := range rounds {
 		victim := at[round%len(at)]
-		var moving []int
-		for v, h := range at {
-			if h == victim {
-				moving = append(moving, v)
-			}
-		}
+		moving := heldBy(at, victim)
 		before := g.masters()
 		time.Sleep(300 * time.Millisecond) // client traffic before the label
 		t0 := time.Now()
 		g.label(victim, true)
-		moved := map[int]time.Duration{}
-		lab.Eventually(t, vrrpMoveBound, 10*time.Millisecond, fmt.Sprintf("drain %d: VIPs of %s move", round+1, g.name(victim)), func() error {
-			hs, err := g.holders()
-			if err != nil {
-				return err
-			}
-			for v, h := range hs {
-				if !slices.Contains(moving, v) {
-					if !slices.Equal(h, []int{at[v]}) {
-						t.Fatalf("drain %d: %s moved from %s to %v though %s held it", round+1, ingVIPs[v], g.name(at[v]), h, g.name(at[v]))
-					}
-					continue
-				}
-				if _, done := moved[v]; done {
-					continue
-				}
-				if len(h) == 1 && h[0] != victim {
-					if h[0] == 0 {
-						t.Fatalf("drain %d: %s moved to %s, which has no router", round+1, ingVIPs[v], g.name(h[0]))
-					}
-					moved[v] = time.Since(t0)
-					at[v] = h[0]
-				}
-			}
-			if len(moved) < len(moving) {
-				return fmt.Errorf("holders %v", hs)
-			}
-			return nil
-		})
+		what := fmt.Sprintf("drain %d", round+1)
+		moved := g.waitMoved(what, at, moving, victim, t0)
+		if after := g.placement(what+": one holder each", 5*time.Second); !slices.Equal(after, at) {
+			t.Fatalf("%s: placement %v, want %v", what, after, at)
+		}
+		// The others kept their ranks: each VIP goes where a crash would send it.
+		g.checkSuccessors(what, at, moving, victim)
 		var lines []string
 		for _, v := range moving {
 			st := ingOutage(probes[v], t0)
@@ -612,16 +535,7 @@ func (g *ingLab) drainRounds(at []int, probes []*lab.Process, rounds int) {
 					round+1, st.failed, ingVIPs[v], g.name(victim), st.outage.Milliseconds(), st.lastErr)
 			}
 		}
-		m := g.masters()
-		for v := range ingVIPs {
-			want := before[v]
-			if slices.Contains(moving, v) {
-				want++
-			}
-			if m[v] != want {
-				t.Errorf("drain %d: %s has %d MASTER transitions, want %d", round+1, ingVIPs[v], m[v], want)
-			}
-		}
+		g.checkMasters(what, before, moving)
 		// The label comes off: the node is a backup again and takes nothing.
 		g.label(victim, false)
 		g.settled(g.name(victim) + " undrained")
@@ -674,6 +588,85 @@ func (g *ingLab) reloadHolder(at []int, probes []*lab.Process) {
 		}
 	}
 	t.Logf("Corefile reload on %s (holder of %s): no VRRP transition; %s", gn.n.Name, ingVIPs[0], strings.Join(lines, ", "))
+}
+
+// heldBy lists the VIPs (their indexes) that node i holds in placement at.
+func heldBy(at []int, i int) []int {
+	var out []int
+	for v, h := range at {
+		if h == i {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// waitMoved watches every VIP until each of moving is on a router other
+// than victim; any other VIP that moves meanwhile fails the test at once.
+// It records the new holders in at and returns each move's time since from.
+func (g *ingLab) waitMoved(what string, at, moving []int, victim int, from time.Time) map[int]time.Duration {
+	t := g.t
+	t.Helper()
+	moved := map[int]time.Duration{}
+	lab.Eventually(t, vrrpMoveBound, 10*time.Millisecond, fmt.Sprintf("%s: VIPs of %s move", what, g.name(victim)), func() error {
+		hs, err := g.holders()
+		if err != nil {
+			return err
+		}
+		for v, h := range hs {
+			if !slices.Contains(moving, v) {
+				if !slices.Equal(h, []int{at[v]}) {
+					t.Fatalf("%s: %s moved from %s to %v though %s held it", what, ingVIPs[v], g.name(at[v]), h, g.name(at[v]))
+				}
+				continue
+			}
+			if _, done := moved[v]; done {
+				continue
+			}
+			for _, n := range h {
+				if n != victim {
+					if n == 0 {
+						t.Fatalf("%s: %s moved to %s, which has no router", what, ingVIPs[v], g.name(n))
+					}
+					moved[v] = time.Since(from)
+					at[v] = n
+				}
+			}
+		}
+		if len(moved) < len(moving) {
+			return fmt.Errorf("holders %v", hs)
+		}
+		return nil
+	})
+	return moved
+}
+
+// checkSuccessors: each moved VIP went to the next router in its order of
+// preference.
+func (g *ingLab) checkSuccessors(what string, at, moving []int, victim int) {
+	g.t.Helper()
+	for _, v := range moving {
+		if want := g.successor(v, victim); at[v] != want {
+			g.t.Errorf("%s: %s went to %s, want %s (next in its order of preference)", what, ingVIPs[v], g.name(at[v]), g.name(want))
+		}
+	}
+}
+
+// checkMasters: each moved VIP has one MASTER transition more than before,
+// the others none; it returns the counts.
+func (g *ingLab) checkMasters(what string, before, moving []int) []int {
+	g.t.Helper()
+	m := g.masters()
+	for v := range ingVIPs {
+		want := before[v]
+		if slices.Contains(moving, v) {
+			want++
+		}
+		if m[v] != want {
+			g.t.Errorf("%s: %s has %d MASTER transitions, want %d", what, ingVIPs[v], m[v], want)
+		}
+	}
+	return m
 }
 
 // ingOutage waits until the probe has been served vrrpSteadyOK times in a
