@@ -463,38 +463,51 @@ func (b *bgpLab) faults() []bgpFault {
 // VIPs (withdraw, then let go a drain later) without a failed request;
 // removing the label brings it back.
 func (b *bgpLab) drain() bgpFault {
-	label := func(i int, on bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		n, err := b.kube.Client.CoreV1().Nodes().Get(ctx, b.nodes[i].n.Name, metav1.GetOptions{})
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		if on {
-			n.Labels[kube.LabelExcludeFromLB] = ""
-		} else {
-			delete(n.Labels, kube.LabelExcludeFromLB)
-		}
-		if _, err := b.kube.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-			b.t.Fatal(err)
-		}
-	}
 	return bgpFault{name: "drain (exclude-from-external-load-balancers)", graceful: true, dropBound: bgpBFDBound,
-		do:      func(i int) { label(i, true) },
-		restore: func(i int) { label(i, false) }}
+		do:      func(i int) { labelExcluded(b.t, b.kube, b.nodes[i].n.Name, true) },
+		restore: func(i int) { labelExcluded(b.t, b.kube, b.nodes[i].n.Name, false) }}
+}
+
+// labelExcluded puts kube.LabelExcludeFromLB on the Node called name (the
+// admin's drain label), or takes it off.
+func labelExcluded(t *testing.T, c *kubetest.Cluster, name string, on bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if on {
+		n.Labels[kube.LabelExcludeFromLB] = ""
+	} else {
+		delete(n.Labels, kube.LabelExcludeFromLB)
+	}
+	if _, err := c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // bgpRounds is how many rounds of each fault the lab runs: 1 by default
 // (make test), INFRADNS_BGP_ROUNDS for the figures (5 or more).
-func bgpRounds(t *testing.T) int {
-	if s := os.Getenv("INFRADNS_BGP_ROUNDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("INFRADNS_BGP_ROUNDS=%q: want a positive number", s)
-		}
-		return n
+func bgpRounds(t *testing.T) int { return envRounds(t, "INFRADNS_BGP_ROUNDS", 1) }
+
+// envRounds reads a number of rounds from the environment variable name,
+// def when it is unset; anything but a positive number fails the test.
+func envRounds(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
 	}
-	return 1
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, s)
+	}
+	return n
 }
 
 // run runs rounds of fault f, each on the next node, and logs the figures.

@@ -457,38 +457,7 @@ func TestIngressVIPsSpread(t *testing.T) {
 
 // ingDrainRounds is how many drain rounds TestIngressVIPsSpread runs: 2 in
 // make test, INFRADNS_DRAIN_ROUNDS for the figures (10 or more).
-func ingDrainRounds(t *testing.T) int {
-	if s := os.Getenv("INFRADNS_DRAIN_ROUNDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("INFRADNS_DRAIN_ROUNDS=%q: want a positive number", s)
-		}
-		return n
-	}
-	return 2
-}
-
-// label puts kube.LabelExcludeFromLB on node i, or takes it off.
-func (g *ingLab) label(i int, on bool) {
-	g.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	n, err := g.kube.Client.CoreV1().Nodes().Get(ctx, g.name(i), metav1.GetOptions{})
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	if n.Labels == nil {
-		n.Labels = map[string]string{}
-	}
-	if on {
-		n.Labels[kube.LabelExcludeFromLB] = ""
-	} else {
-		delete(n.Labels, kube.LabelExcludeFromLB)
-	}
-	if _, err := g.kube.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		g.t.Fatal(err)
-	}
-}
+func ingDrainRounds(t *testing.T) int { return envRounds(t, "INFRADNS_DRAIN_ROUNDS", 2) }
 
 // drainRounds: the admin labels a VIP's holder
 // exclude-from-external-load-balancers (what precedes a drain). Its lbconfig
@@ -508,7 +477,7 @@ func (g *ingLab) drainRounds(at []int, probes []*lab.Process, rounds int) {
 		before := g.masters()
 		time.Sleep(300 * time.Millisecond) // client traffic before the label
 		t0 := time.Now()
-		g.label(victim, true)
+		labelExcluded(t, g.kube, g.name(victim), true)
 		what := fmt.Sprintf("drain %d", round+1)
 		moved := g.waitMoved(what, at, moving, victim, t0)
 		if after := g.placement(what+": one holder each", 5*time.Second); !slices.Equal(after, at) {
@@ -537,7 +506,7 @@ func (g *ingLab) drainRounds(at []int, probes []*lab.Process, rounds int) {
 		}
 		g.checkMasters(what, before, moving)
 		// The label comes off: the node is a backup again and takes nothing.
-		g.label(victim, false)
+		labelExcluded(t, g.kube, g.name(victim), false)
 		g.settled(g.name(victim) + " undrained")
 		quiet := time.Now()
 		for time.Since(quiet) < 2*time.Second {
