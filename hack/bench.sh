@@ -277,8 +277,10 @@ pick_port() {
   die "no free port in $port_lo-$port_hi"
 }
 
-# cpus CORES prints the CPU list a server (and, with two cores, dnsperf) runs on.
+# cpus CORES prints the CPU list the server runs on; client_cpus CORES
+# dnsperf's (its own CPU beside one server core, both CPUs beside two).
 cpus() { if [ "$1" = 1 ]; then echo "$server_cpu"; else echo "$server_cpu,$client_cpu"; fi; }
+client_cpus() { if [ "$1" = 1 ]; then echo "$client_cpu"; else cpus "$1"; fi; }
 
 # start CONF PORT [CORES] starts the server pinned to the server CPU (or both)
 # and waits until it answers. Sets pid.
@@ -490,7 +492,7 @@ for ((r = 1; r <= runs; r++)); do
     fill "$id" "$port"
     res=$work/dnsperf.$key.$r
     t0=$(cpu_ticks "$pid")
-    taskset -c "$(if [ "$cores" = 1 ]; then echo "$client_cpu"; else cpus "$cores"; fi)" \
+    taskset -c "$(client_cpus "$cores")" \
       dnsperf -s 127.0.0.1 -p "$port" -d "$work/queries.$set.txt" \
       -l "$secs" -c "$clients" -q "$outstanding" >"$res" 2>&1 ||
       { cat "$res" >&2; die "dnsperf failed ($id, cache $cache, $cores cores)"; }

@@ -180,8 +180,7 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
 		if err := os.MkdirAll(filepath.Join(vn.dir, "track"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		vn.api = n.Start("fakeapi", []string{fakeapi, "serve", "-name", n.Name,
-			"-listen", netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String()})
+		v.startAPI(vn)
 		// vrrp-guard is left on (1 s instead of 3 s): it listens for clashing
 		// routers before the first keepalived file, as on a real node.
 		conf := fmt.Sprintf(`.:1053 {
@@ -783,18 +782,7 @@ func vrrpAdvert(t *testing.T) time.Duration {
 // 20.
 const vrrpRoundsEnv = "INFRADNS_CRASH_ROUNDS"
 
-func vrrpRounds(t *testing.T) int {
-	t.Helper()
-	s := os.Getenv(vrrpRoundsEnv)
-	if s == "" {
-		return 5
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive number of rounds", vrrpRoundsEnv, s)
-	}
-	return n
-}
+func vrrpRounds(t *testing.T) int { return envRounds(t, vrrpRoundsEnv, 5) }
 
 // TestVRRPRepeatedCrash crashes the VIP holder five times (restarting it in
 // between; $INFRADNS_CRASH_ROUNDS) for min/median/max figures, kills its
@@ -861,8 +849,14 @@ func TestVRRPRepeatedCrash(t *testing.T) {
 		}
 	}
 
-	v.waitSettled("after the backend cuts")
 	v.allBackendsDown()
+}
+
+// startAPI starts node vn's fake apiserver on its address, the haproxy
+// backend.
+func (v *vrrpLab) startAPI(vn *vrrpNode) {
+	vn.api = vn.n.Start("fakeapi", []string{v.fakeapi, "serve", "-name", vn.n.Name,
+		"-listen", netip.AddrPortFrom(vn.n.IPv4, vrrpAPIPort).String()})
 }
 
 // allBackendsDown kills every apiserver at once: each haproxy marks its
@@ -893,8 +887,7 @@ func (v *vrrpLab) allBackendsDown() {
 	gone := time.Since(t0)
 	t1 := time.Now()
 	for _, vn := range v.nodes {
-		vn.api = vn.n.Start("fakeapi", []string{v.fakeapi, "serve", "-name", vn.n.Name,
-			"-listen", netip.AddrPortFrom(vn.n.IPv4, vrrpAPIPort).String()})
+		v.startAPI(vn)
 	}
 	back := v.waitSettled("after the apiservers came back")
 	v.t.Logf("every apiserver killed: %s released the VIP after %d ms (nobody holds it: no haproxy is ready); apiservers back: %s holds it %d ms later",
