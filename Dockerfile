@@ -28,7 +28,7 @@ LABEL org.opencontainers.image.title="infradns" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.vendor="infradns"
 RUN apt-get update \
- && apt-get install -y --no-install-recommends keepalived haproxy iproute2 ca-certificates libcap2-bin \
+ && apt-get install -y --no-install-recommends keepalived haproxy iproute2 nftables ca-certificates libcap2-bin \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/bin/coredns /src/bin/infradns /src/bin/mdns-publisher /usr/bin/
 # The DNS pod runs CoreDNS as 65532 and adds only NET_BIND_SERVICE: a

@@ -38,8 +38,9 @@ var wantLabels = map[string]string{
 }
 
 // wantPackages are installed in the final stage: keepalived and haproxy run
-// from this image and lbconfig validates with them.
-var wantPackages = []string{"keepalived", "haproxy", "iproute2", "ca-certificates", "libcap2-bin"}
+// from this image and lbconfig validates with them; lbconfig runs nft for
+// the hand-over relay.
+var wantPackages = []string{"keepalived", "haproxy", "iproute2", "nftables", "ca-certificates", "libcap2-bin"}
 
 // checkDockerfile returns every problem found in the Dockerfile text df;
 // none means it is good.

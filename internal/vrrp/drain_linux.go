@@ -12,13 +12,15 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Drainer keeps each VIP that keepalived takes off the VRRP interface on lo
-// for Drain, so the connections clients start in the moment before the
-// next holder's gratuitous ARP reaches them still land here and are served
-// (haproxy and the routers listen on every address), instead of being
-// dropped by a node that no longer has the address. It reacts to the
-// kernel's address events, within microseconds of the removal. Needs
-// CAP_NET_ADMIN.
+// Drainer keeps a copy on lo of each VIP keepalived holds on the VRRP
+// interface, and keeps it for Drain after keepalived takes the VIP off, so
+// the connections clients start in the moment before the next holder's
+// gratuitous ARP reaches them still land here and are served (haproxy and
+// the routers listen on every address), and the connections open at the
+// hand-over are finished here (the new holder relays their packets back,
+// see Relay). The copy is made when the VIP arrives, not when it leaves:
+// made after the removal, it left a window in which a SYN found no address
+// (dropped, retried after 1 s). Needs CAP_NET_ADMIN.
 type Drainer struct {
 	Interface string
 	VIPs      []netip.Addr
@@ -44,8 +46,6 @@ func (d *Drainer) Run(ctx context.Context) error {
 	if drain <= 0 {
 		drain = DefaultDrain
 	}
-	// Copies a killed predecessor left behind are stale now.
-	d.cleanup(lo)
 	ch := make(chan netlink.AddrUpdate, 64)
 	done := make(chan struct{})
 	defer close(done)
@@ -53,15 +53,81 @@ func (d *Drainer) Run(ctx context.Context) error {
 		return fmt.Errorf("drain: %w", err)
 	}
 	var mu sync.Mutex
-	timers := map[netip.Prefix]*time.Timer{}
+	// copies: each copy on lo; a timer while it drains, nil while the VIP
+	// is held. A copy whose timer fires after the VIP came back is kept:
+	// the timer's entry was replaced.
+	copies := map[netip.Prefix]*time.Timer{}
 	defer func() {
 		mu.Lock()
 		defer mu.Unlock()
-		for p, t := range timers {
-			t.Stop()
+		for p, t := range copies {
+			if t != nil {
+				t.Stop()
+			}
 			d.remove(lo, p)
 		}
 	}()
+	eligible := func(p netip.Prefix) bool { return DrainCopy(p, d.VIPs, arpIgnore(d.Interface)) }
+	held := func(p netip.Prefix) {
+		if !eligible(p) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if t, ok := copies[p]; ok && t == nil {
+			return
+		} else if t != nil {
+			t.Stop()
+		}
+		if err := netlink.AddrReplace(lo, d.addr(p)); err != nil {
+			if d.Failed != nil {
+				d.Failed(p, err)
+			}
+			delete(copies, p)
+			return
+		}
+		copies[p] = nil
+	}
+	released := func(p netip.Prefix) {
+		if !eligible(p) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if t := copies[p]; t != nil {
+			t.Stop()
+		}
+		// Normally there already; made now when the VIP came before us.
+		if err := netlink.AddrReplace(lo, d.addr(p)); err != nil {
+			if d.Failed != nil {
+				d.Failed(p, err)
+			}
+			delete(copies, p)
+			return
+		}
+		if d.Kept != nil {
+			d.Kept(p)
+		}
+		var t *time.Timer
+		t = time.AfterFunc(drain, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if copies[p] != t {
+				return // held again, or drained again since
+			}
+			delete(copies, p)
+			d.remove(lo, p)
+		})
+		copies[p] = t
+	}
+	// Copies a killed predecessor left behind are stale now; the VIPs held
+	// at this moment get theirs again (subscribed first: nothing is missed).
+	d.cleanup(lo)
+	if ps, err := InterfacePrefixes(d.Interface); err == nil {
+		for _, p := range ps {
+			held(p)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -70,7 +136,7 @@ func (d *Drainer) Run(ctx context.Context) error {
 			if !ok {
 				return fmt.Errorf("drain: address events stopped")
 			}
-			if u.NewAddr || u.LinkIndex != ifi.Index {
+			if u.LinkIndex != ifi.Index {
 				continue
 			}
 			ip, ok := netip.AddrFromSlice(u.LinkAddress.IP)
@@ -79,33 +145,20 @@ func (d *Drainer) Run(ctx context.Context) error {
 			}
 			ones, _ := u.LinkAddress.Mask.Size()
 			p := netip.PrefixFrom(ip.Unmap(), ones)
-			arpIgnore := max(ParseSysctlInt(os.ReadFile("/proc/sys/net/ipv4/conf/all/arp_ignore")),
-				ParseSysctlInt(os.ReadFile("/proc/sys/net/ipv4/conf/"+d.Interface+"/arp_ignore")))
-			if !DrainCopy(p, d.VIPs, arpIgnore) {
-				continue
+			if u.NewAddr {
+				held(p)
+			} else {
+				released(p)
 			}
-			if err := netlink.AddrReplace(lo, d.addr(p)); err != nil {
-				if d.Failed != nil {
-					d.Failed(p, err)
-				}
-				continue
-			}
-			if d.Kept != nil {
-				d.Kept(p)
-			}
-			mu.Lock()
-			if t := timers[p]; t != nil {
-				t.Stop()
-			}
-			timers[p] = time.AfterFunc(drain, func() {
-				mu.Lock()
-				defer mu.Unlock()
-				delete(timers, p)
-				d.remove(lo, p)
-			})
-			mu.Unlock()
 		}
 	}
+}
+
+// arpIgnore is the interface's effective arp_ignore: the larger of "all"
+// and its own.
+func arpIgnore(iface string) int {
+	return max(ParseSysctlInt(os.ReadFile("/proc/sys/net/ipv4/conf/all/arp_ignore")),
+		ParseSysctlInt(os.ReadFile("/proc/sys/net/ipv4/conf/"+iface+"/arp_ignore")))
 }
 
 func (d *Drainer) addr(p netip.Prefix) *netlink.Addr {

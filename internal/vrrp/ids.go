@@ -1,6 +1,8 @@
 // Package vrrp holds what infradns knows about VRRP itself: the router IDs a
-// cluster uses, the advertisement wire format, and the detection of other
-// routers on the link that would fight over our IDs or addresses.
+// cluster uses, the advertisement wire format, the detection of other
+// routers on the link that would fight over our IDs or addresses, and what
+// makes a hand-over lose nothing (the VIP's copy on lo, the relay of the
+// connections open at the move).
 package vrrp
 
 import (

@@ -214,6 +214,11 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		var heard *vrrp.Heard
 		if l.guardWindow > 0 {
 			gd := newGuard(ctl.Model.Interface(), l.guardWindow)
+			var relayDone func()
+			gd.relay, relayDone = l.startRelay(ctx, ctl.Model, gd.own.has)
+			// Removed before the lock goes: a reloaded instance's tables
+			// are never deleted by the instance it replaces.
+			defer relayDone()
 			defer gd.run(ctx)()
 			ctl.Gate = gd.gate
 			heard = &gd.heard
@@ -391,6 +396,34 @@ func (l *LBConfig) startDrainer(ctx context.Context, m *cluster.Model) (wait fun
 		}
 	}()
 	return func() { <-done }
+}
+
+// startRelay keeps the hand-over relay (see vrrp.Relay) until ctx ends: the
+// guard's listener feeds it the resignations it hears. Without nft or
+// CAP_NET_ADMIN the hand-overs still work, with a reset for the connections
+// open at that moment. The returned func waits for its tables to go.
+func (l *LBConfig) startRelay(ctx context.Context, m *cluster.Model, own func(netip.Addr) bool) (*vrrp.Relay, func()) {
+	r := &vrrp.Relay{
+		Interface: m.Interface(),
+		VIPs:      m.VIPs(),
+		Own:       own,
+		Relayed: func(vip, to netip.Addr) {
+			handoverRelays.WithLabelValues("started").Inc()
+			log.Infof("%s resigned by %s: its open connections' packets go back to it for %s", vip, to, vrrp.DefaultRelay)
+		},
+		Failed: func(err error) {
+			handoverRelays.WithLabelValues("failed").Inc()
+			log.Warningf("hand-over relay: %v", err)
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Run(ctx); err != nil {
+			log.Warningf("hand-over relay off: %v", err)
+		}
+	}()
+	return r, func() { <-done }
 }
 
 // startVIPChecker removes VIPs a dead keepalived left on the interface

@@ -31,6 +31,9 @@ type guard struct {
 	// heard tells the VIP checker when another node holds a VIP.
 	heard vrrp.Heard
 	own   ownAddrs
+	// relay, when set, hears the adverts too: a resignation starts the
+	// hand-over relay.
+	relay *vrrp.Relay
 }
 
 func newGuard(iface string, window time.Duration) *guard {
@@ -75,6 +78,9 @@ func (gd *guard) run(ctx context.Context) (wait func()) {
 			now := time.Now()
 			gd.g.Observe(o, now)
 			gd.heard.Observe(o, now)
+			if gd.relay != nil {
+				gd.relay.Observe(o)
+			}
 		}}
 		if err := l.Run(ctx); err != nil {
 			log.Warningf("vrrp guard off, cannot listen for other routers: %v", err)

@@ -73,6 +73,12 @@ var (
 		Name:      "stale_vips_removed_total",
 		Help:      "Counter of VIPs removed from the interface because keepalived was not running (killed with SIGKILL).",
 	})
+	handoverRelays = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "handover_relays_total",
+		Help:      "Counter of hand-over relays: a VIP another node resigned whose stray connections are passed back to it, by result (started, failed).",
+	}, []string{"result"})
 	vipHeld = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

@@ -81,6 +81,25 @@ func (v *vrrpLab) metrics(i int) string {
 	return body
 }
 
+// relaysStarted is node i's count of hand-over relays started (-1 when the
+// metric is missing).
+func (v *vrrpLab) relaysStarted(i int) int {
+	return metricCount(v.metrics(i), `coredns_lbconfig_handover_relays_total{result="started"}`)
+}
+
+// metricCount is the value of the sample named (with its labels) series on a
+// Prometheus text page, -1 when it is not there.
+func metricCount(page, series string) int {
+	for _, l := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				return int(n)
+			}
+		}
+	}
+	return -1
+}
+
 // vrrpFeed is where lbconfig learns the apiservers from.
 type vrrpFeed int
 
@@ -354,12 +373,31 @@ func (v *vrrpLab) killHAProxy(h int) (to int, moved time.Duration, st vrrpClient
 func (v *vrrpLab) stopKeepalived(h int) (to int, moved time.Duration, st vrrpClientStats) {
 	v.t.Helper()
 	vn := v.nodes[h]
+	relays := make([]int, len(v.nodes))
+	for i := range v.nodes {
+		relays[i] = max(0, v.relaysStarted(i)) // not exported before the first
+	}
 	t0 := time.Now()
 	if err := vn.keepalived.Signal(syscall.SIGTERM); err != nil {
 		v.t.Fatal(err)
 	}
 	to, moved = v.waitHolder("VIP moves away from "+vn.n.Name+" after SIGTERM", t0, func(i int) bool { return i != h })
 	st = v.waitClient("client served again after keepalived stopped on "+vn.n.Name, t0)
+	// A graceful hand-over loses nothing: the old node serves the SYNs
+	// still sent to its MAC (the VIP's copy on lo) and finishes the
+	// connections open at the ARP flip (relayed back to it).
+	if st.failed > 0 {
+		v.t.Errorf("keepalived stopped on %s: %d of %d requests failed (last: %s, steady after %d ms); want 0",
+			vn.n.Name, st.failed, st.requests, st.lastErr, vrrpMS(st.outage))
+	}
+	// The new holder heard the resignation and relayed the connections
+	// still open on the old one back to it (vrrp.Relay).
+	lab.Eventually(v.t, 3*time.Second, 50*time.Millisecond, v.nodes[to].n.Name+" relays "+vn.n.Name+"'s connections", func() error {
+		if n := v.relaysStarted(to); n <= relays[to] {
+			return fmt.Errorf("handover_relays_total{result=started} %d, was %d", n, relays[to])
+		}
+		return nil
+	})
 	if err := vn.keepalived.Stop(5 * time.Second); err != nil {
 		v.t.Fatal(err)
 	}

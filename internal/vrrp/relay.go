@@ -1,0 +1,104 @@
+package vrrp
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// The hand-over relay. When a holder gives a VIP up gracefully (keepalived
+// stopped, or reloaded without the instance: a drain), the connections
+// clients had open to the VIP live on that node, which keeps the address on
+// lo for the drain (see Drainer). Their next packets reach the new holder
+// as soon as the client's ARP entry follows its gratuitous ARP, and a node
+// with no such connection answers with a reset: one failed request in about
+// one hand-over in five in the lab (a client opening a connection every
+// 20 ms, each a few milliseconds long).
+//
+// Every node therefore keeps an nftables rule that sends a TCP packet for a
+// VIP back to the node that resigned it, unchanged (the kernel's dup to a
+// neighbor, then drop), when the packet is not a SYN and no connection here
+// expects it: the socket lookup finds only a wildcard listener (haproxy's
+// and the routers' `bind :::port`). An established connection, a half-open
+// one (its handshake's ACK) or a TIME_WAIT is found first and stays here; a
+// SYN is always ours. The rule matches only VIPs in its map, and an element
+// enters the map when the node hears the priority-0 advert of the resigning
+// holder: before its own keepalived takes over (that waits the skew time:
+// 1.4 ms at priority 250, 11 ms at 210, with 60-ms adverts), and it expires
+// by itself after DefaultRelay, well before the old holder drops its copy
+// on lo.
+
+// DefaultRelay is how long a resigned VIP's stray packets are relayed: half
+// the old holder's DefaultDrain, which started when it resigned, so a
+// relayed packet never reaches a node that no longer has the address (it
+// would route it back here).
+const DefaultRelay = DefaultDrain / 2
+
+// RelayTable is the nftables table (in the ip and ip6 families) that holds
+// the relay, and RelayMap its map from a VIP to the node that resigned it.
+const (
+	RelayTable = "infradns_relay"
+	RelayMap   = "resigned"
+)
+
+// RelaySetupScript is the nft script that (re)creates the relay tables for
+// iface, with empty maps.
+func RelaySetupScript(iface string) (string, error) {
+	if !validIfname(iface) {
+		return "", fmt.Errorf("relay: bad interface name %q", iface)
+	}
+	s := RelayTeardownScript()
+	for _, f := range []struct{ family, addr string }{{"ip", "ipv4_addr"}, {"ip6", "ipv6_addr"}} {
+		s += fmt.Sprintf(`table %[1]s %[2]s {
+	map %[5]s {
+		type %[3]s : %[3]s
+		flags timeout
+	}
+	chain prerouting {
+		type filter hook prerouting priority raw; policy accept;
+		iifname "%[4]s" tcp flags & syn == 0 socket wildcard 1 counter dup to %[1]s daddr map @%[5]s device "%[4]s" drop
+	}
+}
+`, f.family, RelayTable, f.addr, iface, RelayMap)
+	}
+	return s, nil
+}
+
+// RelayTeardownScript removes the relay tables (and is harmless without them).
+func RelayTeardownScript() string {
+	var s string
+	for _, family := range []string{"ip", "ip6"} {
+		s += fmt.Sprintf("table %[1]s %[2]s {}\ndelete table %[1]s %[2]s\n", family, RelayTable)
+	}
+	return s
+}
+
+// ResignedVIPs are the VIPs of ours that an advert gives up: a priority-0
+// advert from another router (own says whether a source is this node).
+func ResignedVIPs(o Observation, vips []netip.Addr, own func(netip.Addr) bool) []netip.Addr {
+	if o.Advert.Priority != 0 || !o.Source.IsValid() || (own != nil && own(o.Source)) {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range o.Advert.Addresses {
+		a = a.Unmap()
+		if a.Is6() == o.Source.Unmap().Is6() && contains(vips, a) && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// validIfname accepts what Linux accepts as an interface name and nothing
+// that could end the quoted string in a script.
+func validIfname(s string) bool {
+	if s == "" || len(s) > 15 {
+		return false
+	}
+	for _, c := range s {
+		if c <= ' ' || c > '~' || c == '"' || c == '\\' || c == '/' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package vrrp
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// Relay needs Linux.
+type Relay struct {
+	Interface string
+	VIPs      []netip.Addr
+	For       time.Duration
+	Own       func(netip.Addr) bool
+	Relayed   func(vip, to netip.Addr)
+	Failed    func(error)
+	Command   []string
+}
+
+// Run fails off Linux.
+func (r *Relay) Run(ctx context.Context) error { return errors.New("relay: Linux only") }
+
+// Observe does nothing off Linux.
+func (r *Relay) Observe(Observation) {}
