@@ -25,7 +25,7 @@ type Relay struct {
 	// Own says whether an advert's source is this node.
 	Own func(netip.Addr) bool
 	// Relayed, when set, is told about each relay started (a log line, a
-	// metric); Failed about each nft run that failed.
+	// metric); Failed about each update or nft run that failed.
 	Relayed func(vip, to netip.Addr)
 	Failed  func(error)
 	// Command is the nft command line without its arguments; nil: nft

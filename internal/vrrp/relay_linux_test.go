@@ -26,7 +26,7 @@ type relayLab struct {
 	vip              netip.Addr
 }
 
-func newRelayLab(t *testing.T, suffix string) *relayLab {
+func newRelayLab(t *testing.T, suffix string, v6 bool) *relayLab {
 	t.Helper()
 	if _, err := exec.LookPath("nft"); err != nil {
 		t.Fatalf("nft not found (run hack/install-deps.sh as root): %v", err)
@@ -36,25 +36,56 @@ func newRelayLab(t *testing.T, suffix string) *relayLab {
 	netnstest.Run(t, "-n", br, "link", "add", "br0", "type", "bridge")
 	netnstest.Run(t, "-n", br, "link", "set", "br0", "up")
 	l := &relayLab{vip: netip.MustParseAddr("198.51.100.100")}
+	if v6 {
+		l.vip = netip.MustParseAddr("2001:db8:1::100")
+	}
 	for i, role := range []*string{&l.client, &l.old, &l.new} {
 		ns := netnstest.New(t, fmt.Sprintf("%s-%d", suffix, i))
 		*role = ns
+		for _, sysctl := range []string{"net.ipv4.conf.all.arp_ignore=1", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"} {
+			if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", sysctl).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v: %s", sysctl, err, out)
+			}
+		}
 		netnstest.Run(t, "-n", ns, "link", "del", "eth0")
 		netnstest.Run(t, "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", fmt.Sprintf("p%d", i), "netns", br)
 		netnstest.Run(t, "-n", br, "link", "set", fmt.Sprintf("p%d", i), "master", "br0", "up")
 		netnstest.Run(t, "-n", ns, "addr", "add", []string{"198.51.100.201/24", "198.51.100.11/24", "198.51.100.12/24"}[i], "dev", "eth0")
+		netnstest.Run(t, "-n", ns, "addr", "add", []string{"2001:db8:1::201/64", "2001:db8:1::11/64", "2001:db8:1::12/64"}[i], "dev", "eth0", "nodad")
 		netnstest.Run(t, "-n", ns, "link", "set", "eth0", "up")
-		if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1").CombinedOutput(); err != nil {
-			t.Fatalf("arp_ignore: %v: %s", err, out)
-		}
 	}
 	for _, ns := range []string{l.old, l.new} {
 		l.serve(t, ns)
 	}
 	// The old node holds the VIP, with the copy on lo a Drainer keeps.
-	netnstest.Run(t, "-n", l.old, "addr", "add", l.vip.String()+"/32", "dev", "eth0")
-	netnstest.Run(t, "-n", l.old, "addr", "add", l.vip.String()+"/32", "dev", "lo")
+	netnstest.Run(t, "-n", l.old, "addr", "add", l.host(), "dev", "eth0", "nodad")
+	netnstest.Run(t, "-n", l.old, "addr", "add", l.host(), "dev", "lo", "nodad")
 	return l
+}
+
+// host is the VIP as a host prefix.
+func (l *relayLab) host() string { return netip.PrefixFrom(l.vip, l.vip.BitLen()).String() }
+
+// oldSource is where the old node's resignation comes from: its address,
+// or for IPv6 its link-local address (VRRPv3 sends from it).
+func (l *relayLab) oldSource(t *testing.T) netip.Addr {
+	t.Helper()
+	if l.vip.Is4() {
+		return netip.MustParseAddr("198.51.100.11")
+	}
+	out, err := exec.Command("ip", "-n", l.old, "-6", "-br", "addr", "show", "dev", "eth0", "scope", "link").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 3 {
+		t.Fatalf("no link-local address on the old node: %q", out)
+	}
+	p, err := netip.ParsePrefix(f[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Addr()
 }
 
 // serve runs an echo server in ns that prefixes each line with ns.
@@ -161,8 +192,8 @@ func ask(c net.Conn, s string) (string, error) {
 // node's MAC, as its gratuitous ARP does.
 func (l *relayLab) handOver(t *testing.T) {
 	t.Helper()
-	netnstest.Run(t, "-n", l.old, "addr", "del", l.vip.String()+"/32", "dev", "eth0")
-	netnstest.Run(t, "-n", l.new, "addr", "add", l.vip.String()+"/32", "dev", "eth0")
+	netnstest.Run(t, "-n", l.old, "addr", "del", l.host(), "dev", "eth0")
+	netnstest.Run(t, "-n", l.new, "addr", "add", l.host(), "dev", "eth0", "nodad")
 	mac := macOf(t, l.new)
 	netnstest.Run(t, "-n", l.client, "neigh", "replace", l.vip.String(), "lladdr", mac.String(), "dev", "eth0")
 }
@@ -171,12 +202,15 @@ func TestRelayHandOver(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		relay bool // the new node heard the old one resign
+		v6    bool
 	}{
-		{"relayed", true},
-		{"not relayed", false},
+		{"relayed", true, false},
+		{"not relayed", false, false},
+		{"IPv6 relayed", true, true},
+		{"IPv6 not relayed", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newRelayLab(t, map[bool]string{true: "rl", false: "rn"}[tc.relay])
+			l := newRelayLab(t, fmt.Sprintf("r%v%v", map[bool]string{true: "l", false: "n"}[tc.relay], map[bool]int{true: 6, false: 4}[tc.v6]), tc.v6)
 			r := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip}, For: 400 * time.Millisecond}
 			relayed := make(chan netip.Addr, 1)
 			r.Relayed = func(_, to netip.Addr) { relayed <- to }
@@ -189,12 +223,13 @@ func TestRelayHandOver(t *testing.T) {
 			}
 			if tc.relay {
 				// From the new node's namespace: Observe reads its arp_ignore.
+				src := l.oldSource(t)
 				inNS(t, l.new, func() {
-					r.Observe(Observation{Source: netip.MustParseAddr("198.51.100.11"), Advert: Advert{Version: 3, VRID: 1, Priority: 0, Addresses: []netip.Addr{l.vip}}})
+					r.Observe(Observation{Source: src, Advert: Advert{Version: 3, VRID: 1, Priority: 0, Addresses: []netip.Addr{l.vip}}})
 				})
 				select {
 				case to := <-relayed:
-					if to != netip.MustParseAddr("198.51.100.11") {
+					if to != src {
 						t.Fatalf("relayed to %s, want the resigning node", to)
 					}
 				case <-time.After(5 * time.Second):
