@@ -68,6 +68,17 @@ func (d *Drainer) Run(ctx context.Context) error {
 		}
 	}()
 	eligible := func(p netip.Prefix) bool { return DrainCopy(p, d.VIPs, arpIgnore(d.Interface)) }
+	// makeCopy puts p on lo (mu held); a failure is reported and forgets p.
+	makeCopy := func(p netip.Prefix) bool {
+		if err := netlink.AddrReplace(lo, d.addr(p)); err != nil {
+			if d.Failed != nil {
+				d.Failed(p, err)
+			}
+			delete(copies, p)
+			return false
+		}
+		return true
+	}
 	held := func(p netip.Prefix) {
 		if !eligible(p) {
 			return
@@ -79,14 +90,9 @@ func (d *Drainer) Run(ctx context.Context) error {
 		} else if t != nil {
 			t.Stop()
 		}
-		if err := netlink.AddrReplace(lo, d.addr(p)); err != nil {
-			if d.Failed != nil {
-				d.Failed(p, err)
-			}
-			delete(copies, p)
-			return
+		if makeCopy(p) {
+			copies[p] = nil
 		}
-		copies[p] = nil
 	}
 	released := func(p netip.Prefix) {
 		if !eligible(p) {
@@ -98,11 +104,7 @@ func (d *Drainer) Run(ctx context.Context) error {
 			t.Stop()
 		}
 		// Normally there already; made now when the VIP came before us.
-		if err := netlink.AddrReplace(lo, d.addr(p)); err != nil {
-			if d.Failed != nil {
-				d.Failed(p, err)
-			}
-			delete(copies, p)
+		if !makeCopy(p) {
 			return
 		}
 		if d.Kept != nil {

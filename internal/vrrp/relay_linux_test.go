@@ -91,25 +91,10 @@ func (l *relayLab) oldSource(t *testing.T) netip.Addr {
 // serve runs an echo server in ns that prefixes each line with ns.
 func (l *relayLab) serve(t *testing.T, ns string) {
 	t.Helper()
-	ln := make(chan net.Listener, 1)
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		if err := netnstest.Enter(ns); err != nil {
-			errc <- err
-			return
-		}
-		s, err := net.Listen("tcp", ":9000")
-		if err != nil {
-			errc <- err
-			return
-		}
-		ln <- s
-	}()
 	var s net.Listener
-	select {
-	case s = <-ln:
-	case err := <-errc:
+	var err error
+	inNS(t, ns, func() { s, err = net.Listen("tcp", ":9000") })
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
@@ -135,26 +120,14 @@ func (l *relayLab) serve(t *testing.T, ns string) {
 // dial connects from the client namespace to the VIP.
 func (l *relayLab) dial(t *testing.T) net.Conn {
 	t.Helper()
-	type res struct {
-		c   net.Conn
-		err error
+	var c net.Conn
+	var err error
+	inNS(t, l.client, func() { c, err = net.DialTimeout("tcp", netip.AddrPortFrom(l.vip, 9000).String(), 2*time.Second) })
+	if err != nil {
+		t.Fatal(err)
 	}
-	ch := make(chan res, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := netnstest.Enter(l.client); err != nil {
-			ch <- res{err: err}
-			return
-		}
-		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(l.vip, 9000).String(), 2*time.Second)
-		ch <- res{c, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	t.Cleanup(func() { r.c.Close() })
-	return r.c
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // inNS runs f on a thread inside namespace ns.
