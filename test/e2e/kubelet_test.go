@@ -24,6 +24,7 @@ import (
 	"github.com/infradns/infradns/deploy/image"
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/internal/nodecfg"
+	"github.com/infradns/infradns/internal/vrrp"
 	"github.com/infradns/infradns/test/e2e/lab"
 
 	corev1 "k8s.io/api/core/v1"
@@ -489,6 +490,23 @@ upstreams: [198.51.100.53]
 				}
 			}
 		}
+	}
+
+	// lbconfig's hand-over relay runs the image's nft with the pod's
+	// capabilities: its tables are in every node's network namespace.
+	for _, k := range nodes {
+		lab.Eventually(t, 10*time.Second, 100*time.Millisecond, k.n.Name+": the hand-over relay's tables", func() error {
+			out, err := exec.Command("ip", "netns", "exec", k.n.NS, "nft", "list", "tables").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("nft list tables: %v: %s", err, out)
+			}
+			for _, fam := range []string{"ip", "ip6"} {
+				if !slices.Contains(strings.Split(string(out), "\n"), "table "+fam+" "+vrrp.RelayTable) {
+					return fmt.Errorf("no %s table %s in:\n%s", fam, vrrp.RelayTable, out)
+				}
+			}
+			return nil
+		})
 	}
 
 	// lbconfig follows the API and reloads haproxy in another container: a
