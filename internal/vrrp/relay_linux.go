@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"strings"
@@ -28,10 +29,6 @@ type Relay struct {
 	// metric); Failed about each update or nft run that failed.
 	Relayed func(vip, to netip.Addr)
 	Failed  func(error)
-	// Command is the nft command line without its arguments; nil: nft
-	// (the tests run it in their namespace: ip netns exec NS nft). The maps
-	// are filled in the namespace of the thread that calls Observe.
-	Command []string
 
 	ready atomic.Bool
 	mu    sync.Mutex
@@ -39,10 +36,19 @@ type Relay struct {
 }
 
 // Run installs the tables, keeps them until ctx ends, then removes them.
+// They go to the network namespace of the calling thread, as the maps
+// Observe fills go to its caller's.
 func (r *Relay) Run(ctx context.Context) error {
 	setup, err := RelaySetupScript(r.Interface)
 	if err != nil {
 		return err
+	}
+	ifi, err := net.InterfaceByName(r.Interface)
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	if ifi.Flags&net.FlagLoopback != 0 {
+		return fmt.Errorf("relay: %s is a loopback interface: no other node to hand connections back to", r.Interface)
 	}
 	if err := r.nft(ctx, setup); err != nil {
 		return fmt.Errorf("relay: %w", err)
@@ -152,11 +158,7 @@ func (r *Relay) fail(err error) {
 
 // nft runs an nft script.
 func (r *Relay) nft(ctx context.Context, script string) error {
-	argv := append(append([]string{}, r.Command...), "-f", "-")
-	if len(r.Command) == 0 {
-		argv = []string{"nft", "-f", "-"}
-	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(script)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -234,14 +234,20 @@ func TestRelayHandOver(t *testing.T) {
 	}
 }
 
-// startRelay runs r with its tables in namespace ns until the test ends,
-// and checks that they are gone after.
+// startRelay runs r on a thread in namespace ns (nft, run from it, works
+// there) until the test ends, and checks that its tables are gone after.
 func startRelay(t testing.TB, ns string, r *Relay) {
 	t.Helper()
-	r.Command = []string{"ip", "netns", "exec", ns, "nft"}
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
-	go func() { runErr <- r.Run(ctx) }()
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := netnstest.Enter(ns); err != nil {
+			runErr <- err
+			return
+		}
+		runErr <- r.Run(ctx)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-runErr; err != nil {
@@ -270,6 +276,20 @@ func nftIn(t testing.TB, ns string, args ...string) string {
 		t.Fatalf("nft %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+func TestRelayRefusesLoopback(t *testing.T) {
+	// Nothing to hand over on lo (keepalived refuses VRRP there), and the
+	// tables would land in whatever namespace runs it: the tests that run
+	// lbconfig on lo in the host's own namespace must leave it alone.
+	r := &Relay{Interface: "lo"}
+	err := r.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("Run on lo: %v, want a refusal naming the loopback", err)
+	}
+	if r.ready.Load() {
+		t.Error("ready after the refusal")
+	}
 }
 
 func TestRelayObserve(t *testing.T) {

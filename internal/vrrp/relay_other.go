@@ -17,7 +17,6 @@ type Relay struct {
 	Own       func(netip.Addr) bool
 	Relayed   func(vip, to netip.Addr)
 	Failed    func(error)
-	Command   []string
 }
 
 // Run fails off Linux.
