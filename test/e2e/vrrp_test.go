@@ -147,11 +147,13 @@ func startVRRPLab(t *testing.T, feed vrrpFeed) *vrrpLab {
 	return startVRRPLabWith(t, feed, vrrpLabConfig{nodes: 3})
 }
 
-// vrrpLabConfig varies the lab: how many nodes, and whether the API VIP is
-// dual-stack (vrrpVIP6 beside vrrpVIP, in the same group).
+// vrrpLabConfig varies the lab: how many nodes, whether the API VIP is
+// dual-stack (vrrpVIP6 beside vrrpVIP, in the same group) and which of
+// them the client calls (vrrpVIP when unset).
 type vrrpLabConfig struct {
 	nodes     int
 	dualStack bool
+	probe     netip.Addr
 }
 
 // startVRRPLabWith is startVRRPLab for another shape of lab.
@@ -284,7 +286,11 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
 	}
 	t.Logf("VRRP priorities: %v", prios)
 
-	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(vrrpVIP, vrrpLBPort))
+	probe := vrrpVIP
+	if cfg.probe.IsValid() {
+		probe = cfg.probe
+	}
+	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(probe, vrrpLBPort))
 	v.client = l.Client().Start("probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms"})
 	v.waitClient("client first served", time.Now())
 	return v
@@ -776,6 +782,15 @@ func TestVRRPFailover(t *testing.T) {
 	if n := v.transitions() - before; n != 0 {
 		t.Errorf("%d VRRP state changes since recovery, want 0", n)
 	}
+}
+
+// TestVRRPGracefulIPv6 stops the holder's keepalived gracefully in a
+// dual-stack lab whose client calls the IPv6 VIP: the copy on lo and the
+// relay to the old holder's link-local address (VRRPv3 over IPv6 sends
+// from it) make the hand-over lose nothing, as over IPv4.
+func TestVRRPGracefulIPv6(t *testing.T) {
+	v := startVRRPLabWith(t, vrrpStatic, vrrpLabConfig{nodes: 3, dualStack: true, probe: vrrpVIP6})
+	v.handOvers(vrrpRounds(t), "graceful stop (IPv6 client)", "SIGTERM keepalived on %s (haproxy up)", v.stopKeepalived)
 }
 
 // vrrpSoakEnv lengthens TestVRRPStability's window (a Go duration, default
