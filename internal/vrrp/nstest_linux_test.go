@@ -52,7 +52,7 @@ func startKeepalived(t *testing.T, ctx context.Context, ns, conf string, args ..
 // runIn opens a connection on a thread inside namespace ns (its sockets
 // belong there) and runs it until ctx ends; Run's result arrives on the
 // returned channel. The thread is never unlocked, so Go discards it after.
-func runIn[C interface{ Run(context.Context) error }](t *testing.T, ctx context.Context, ns string, open func() (C, error)) (C, <-chan error) {
+func runIn[C interface{ Run(context.Context) error }](t testing.TB, ctx context.Context, ns string, open func() (C, error)) (C, <-chan error) {
 	t.Helper()
 	type opened struct {
 		c   C
@@ -77,4 +77,23 @@ func runIn[C interface{ Run(context.Context) error }](t *testing.T, ctx context.
 		t.Fatal(o.err)
 	}
 	return o.c, runErr
+}
+
+// inNS runs f on a thread inside namespace ns (its sockets, netlink calls
+// and child processes belong there).
+func inNS(t testing.TB, ns string, f func()) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := netnstest.Enter(ns); err != nil {
+			errc <- err
+			return
+		}
+		f()
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
 }

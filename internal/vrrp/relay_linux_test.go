@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -130,24 +129,6 @@ func (l *relayLab) dial(t *testing.T) net.Conn {
 	return c
 }
 
-// inNS runs f on a thread inside namespace ns.
-func inNS(t testing.TB, ns string, f func()) {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		if err := netnstest.Enter(ns); err != nil {
-			errc <- err
-			return
-		}
-		f()
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-}
-
 // ask sends one line and returns the answer.
 func ask(c net.Conn, s string) (string, error) {
 	if err := c.SetDeadline(time.Now().Add(time.Second)); err != nil {
@@ -239,15 +220,7 @@ func TestRelayHandOver(t *testing.T) {
 func startRelay(t testing.TB, ns string, r *Relay) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		if err := netnstest.Enter(ns); err != nil {
-			runErr <- err
-			return
-		}
-		runErr <- r.Run(ctx)
-	}()
+	_, runErr := runIn(t, ctx, ns, func() (*Relay, error) { return r, nil })
 	t.Cleanup(func() {
 		cancel()
 		if err := <-runErr; err != nil {
