@@ -69,36 +69,52 @@ func scan(ctx context.Context, args []string, out io.Writer) error {
 	}
 	ours := lb.Instances(clusterName, groups)
 
+	// Bounded whatever the link sends: one line per router and ID (at
+	// most maxScanRouters), each advert trimmed as lbconfig's guard keeps it.
+	const maxScanRouters = 1024
 	var mu sync.Mutex
-	var seen []vrrp.Observation
-	l := &vrrp.Listener{Interface: *ifname, Handle: func(o vrrp.Observation) {
+	adverts, dropped := 0, 0
+	routers := map[string]vrrp.Observation{}
+	r := &vrrp.Reader{Interface: *ifname, Handle: func(o vrrp.Observation) {
+		o = vrrp.Trim(o, ours)
+		key := fmt.Sprintf("%s %d %d", o.Source, o.Advert.VRID, o.Advert.Version)
 		mu.Lock()
-		seen = append(seen, o)
-		mu.Unlock()
+		defer mu.Unlock()
+		adverts++
+		if _, ok := routers[key]; ok || len(routers) < maxScanRouters {
+			routers[key] = o
+		} else {
+			dropped++
+		}
 	}}
 	ctx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
-	if err := l.Run(ctx); err != nil {
+	if err := r.Run(ctx); err != nil {
 		return err
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	routers := map[string]bool{}
-	for _, o := range seen {
-		routers[fmt.Sprintf("router %s vrid %d v%d priority %d addresses %v", o.Source, o.Advert.VRID, o.Advert.Version, o.Advert.Priority, o.Advert.Addresses)] = true
-	}
+	seen := make([]vrrp.Observation, 0, len(routers))
 	lines := make([]string, 0, len(routers))
-	for r := range routers {
-		lines = append(lines, r)
+	for _, o := range routers {
+		seen = append(seen, o)
+		more := ""
+		if o.Omitted > 0 {
+			more = fmt.Sprintf(" (+%d more)", o.Omitted)
+		}
+		lines = append(lines, fmt.Sprintf("router %s vrid %d v%d priority %d addresses %v%s", o.Source, o.Advert.VRID, o.Advert.Version, o.Advert.Priority, o.Advert.Addresses, more))
 	}
 	slices.Sort(lines)
 	var ids []string
 	for _, g := range groups {
 		ids = append(ids, fmt.Sprintf("%s %d", g.Name, g.RouterID))
 	}
-	fmt.Fprintf(out, "%d adverts in %s on %s; cluster %s uses %s\n", len(seen), *duration, *ifname, clusterName, strings.Join(ids, ", "))
-	for _, r := range lines {
-		fmt.Fprintln(out, r)
+	fmt.Fprintf(out, "%d adverts in %s on %s; cluster %s uses %s\n", adverts, *duration, *ifname, clusterName, strings.Join(ids, ", "))
+	for _, l := range lines {
+		fmt.Fprintln(out, l)
+	}
+	if dropped > 0 {
+		fmt.Fprintf(out, "%d adverts from more than %d routers not listed\n", dropped, maxScanRouters)
 	}
 	conflicts := vrrp.Detect(ours, nil, nil, seen)
 	for _, c := range conflicts {

@@ -38,7 +38,9 @@ type Plan struct {
 type HeldGroup struct {
 	Name  string
 	Check string
-	VIPs  []netip.Addr
+	// VRID is the group's VRRP router ID (in BGP mode too, unused there).
+	VRID uint8
+	VIPs []netip.Addr
 	// Peers are the addresses of the group's other eligible nodes: whose
 	// claim to a VIP the split-brain check may settle.
 	Peers []netip.Addr
@@ -166,7 +168,7 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 					}
 				}
 			}
-			d.Groups = append(d.Groups, HeldGroup{Name: g.Name, Check: g.Check, VIPs: slices.Clone(g.VIPs), Peers: cluster.SortedAddrs(peers)})
+			d.Groups = append(d.Groups, HeldGroup{Name: g.Name, Check: g.Check, VRID: g.RouterID, VIPs: slices.Clone(g.VIPs), Peers: cluster.SortedAddrs(peers)})
 		}
 		if m.Mode() == cluster.ModeBGP {
 			continue // no VRRP instance and no track file: announced, not held

@@ -51,6 +51,13 @@ var (
 // message alone; v3 with the pseudo-header of RFC 5798, or, for IPv4, without
 // it, because keepalived's vrrp_v3_checksum_as_v2 and older routers send that.
 func ParseAdvert(b []byte, v6 bool, src, dst netip.Addr) (Advert, error) {
+	return parseAdvert(b, v6, src, dst, nil)
+}
+
+// parseAdvert is ParseAdvert with the addresses appended to addrs[:0]: a
+// reader passes the same array for every packet, so a flood of adverts
+// listing 255 addresses each allocates nothing per packet.
+func parseAdvert(b []byte, v6 bool, src, dst netip.Addr, addrs []netip.Addr) (Advert, error) {
 	if len(b) < headerLen {
 		return Advert{}, ErrShort
 	}
@@ -87,7 +94,10 @@ func ParseAdvert(b []byte, v6 bool, src, dst netip.Addr) (Advert, error) {
 	if src.IsValid() && dst.IsValid() && !checksumOK(b[:need], a.Version, src, dst) {
 		return Advert{}, ErrChecksum
 	}
-	a.Addresses = make([]netip.Addr, 0, count)
+	a.Addresses = addrs[:0]
+	if a.Addresses == nil {
+		a.Addresses = make([]netip.Addr, 0, count)
+	}
 	for i := 0; i < count; i++ {
 		off := headerLen + i*alen
 		if v6 {
@@ -99,28 +109,64 @@ func ParseAdvert(b []byte, v6 bool, src, dst netip.Addr) (Advert, error) {
 	return a, nil
 }
 
-// ParseIPv4Packet decodes a whole IPv4 datagram as read from a raw socket
-// with the header included. It also enforces RFC 3768/5798's TTL of 255, which
-// proves the sender is on the link.
-func ParseIPv4Packet(p []byte) (src, dst netip.Addr, a Advert, err error) {
-	if len(p) < 20 || p[0]>>4 != 4 {
+// ParsePacket decodes a whole IPv4 or IPv6 datagram carrying a VRRP
+// advert, from its IP header on (a packet socket's SOCK_DGRAM read), and
+// enforces RFC 3768/5798's TTL or hop limit of 255, which proves the sender
+// is on the link. An IPv4 fragment or an IPv6 packet whose first next
+// header is not VRRP is refused: VRRP adverts are never fragmented and
+// carry no extension headers (keepalived sends none).
+func ParsePacket(p []byte) (src, dst netip.Addr, a Advert, err error) {
+	return parsePacket(p, nil)
+}
+
+// parsePacket is ParsePacket with parseAdvert's addrs.
+func parsePacket(p []byte, addrs []netip.Addr) (src, dst netip.Addr, a Advert, err error) {
+	if len(p) == 0 {
 		return src, dst, a, ErrShort
 	}
-	ihl := int(p[0]&0x0f) * 4
-	total := int(binary.BigEndian.Uint16(p[2:4]))
-	if ihl < 20 || total < ihl || len(p) < total {
-		return src, dst, a, ErrShort
+	switch p[0] >> 4 {
+	case 4:
+		if len(p) < 20 {
+			return src, dst, a, ErrShort
+		}
+		ihl := int(p[0]&0x0f) * 4
+		total := int(binary.BigEndian.Uint16(p[2:4]))
+		if ihl < 20 || total < ihl || len(p) < total {
+			return src, dst, a, ErrShort
+		}
+		if p[9] != Protocol {
+			return src, dst, a, fmt.Errorf("%w: protocol %d", ErrNotVRRP, p[9])
+		}
+		if binary.BigEndian.Uint16(p[6:8])&0x3fff != 0 {
+			return src, dst, a, fmt.Errorf("%w: a fragment", ErrNotVRRP)
+		}
+		src = netip.AddrFrom4([4]byte(p[12:16]))
+		dst = netip.AddrFrom4([4]byte(p[16:20]))
+		if p[8] != 255 {
+			return src, dst, a, fmt.Errorf("%w: ttl %d", ErrNotVRRP, p[8])
+		}
+		a, err = parseAdvert(p[ihl:total], false, src, dst, addrs)
+		return src, dst, a, err
+	case 6:
+		if len(p) < ipv6HdrLen {
+			return src, dst, a, ErrShort
+		}
+		total := ipv6HdrLen + int(binary.BigEndian.Uint16(p[4:6]))
+		if len(p) < total {
+			return src, dst, a, ErrShort
+		}
+		if p[6] != Protocol {
+			return src, dst, a, fmt.Errorf("%w: next header %d", ErrNotVRRP, p[6])
+		}
+		src = netip.AddrFrom16([16]byte(p[8:24]))
+		dst = netip.AddrFrom16([16]byte(p[24:40]))
+		if p[7] != 255 {
+			return src, dst, a, fmt.Errorf("%w: hop limit %d", ErrNotVRRP, p[7])
+		}
+		a, err = parseAdvert(p[ipv6HdrLen:total], true, src, dst, addrs)
+		return src, dst, a, err
 	}
-	if p[9] != Protocol {
-		return src, dst, a, fmt.Errorf("%w: protocol %d", ErrNotVRRP, p[9])
-	}
-	if p[8] != 255 {
-		return src, dst, a, fmt.Errorf("%w: ttl %d", ErrNotVRRP, p[8])
-	}
-	src = netip.AddrFrom4([4]byte(p[12:16]))
-	dst = netip.AddrFrom4([4]byte(p[16:20]))
-	a, err = ParseAdvert(p[ihl:total], false, src, dst)
-	return src, dst, a, err
+	return src, dst, a, fmt.Errorf("%w: ip version %d", ErrNotVRRP, p[0]>>4)
 }
 
 // Marshal encodes the advertisement, with the checksum computed for src and

@@ -73,7 +73,7 @@ func TestParseKeepalivedV3(t *testing.T) {
 		t.Fatal(err)
 	}
 	copy(pkt[26:28], b[6:8])
-	src, dst, got, err := ParseIPv4Packet(pkt)
+	src, dst, got, err := ParsePacket(pkt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestParseKeepalivedV3(t *testing.T) {
 		t.Errorf("Got %s → %s %+v", src, dst, got)
 	}
 	pkt[8] = 64 // routed from elsewhere: not on the link
-	if _, _, _, err := ParseIPv4Packet(pkt); !errors.Is(err, ErrNotVRRP) {
+	if _, _, _, err := ParsePacket(pkt); !errors.Is(err, ErrNotVRRP) {
 		t.Errorf("TTL 64: err = %v, want ErrNotVRRP", err)
 	}
 }

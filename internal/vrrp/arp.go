@@ -64,11 +64,9 @@ func ARPRequestBytes(mac MAC, sender, target netip.Addr) []byte {
 
 // NeighborTable remembers which MAC last said it has which of the watched
 // addresses: the sender of any ARP request or reply (IPv4), the sender of a
-// Neighbor Advertisement for its target and the link-local source of a
-// VRRP advert (IPv6, see NDPConn). Safe for concurrent use; bounded, so a
-// link full of senders costs at most maxNeighbors entries, and addresses
-// nobody asked about cost nothing (but IPv6 link-local ones: VRRP adverts
-// come from those, and only routers send adverts).
+// Neighbor Advertisement for its target (IPv6, see NDPConn). Safe for
+// concurrent use; bounded, so a link full of senders costs at most
+// maxNeighbors entries, and addresses nobody asked about cost nothing.
 type NeighborTable struct {
 	// Expiry forgets what was not heard again for this long (10 s if 0).
 	Expiry time.Duration
@@ -109,7 +107,7 @@ func (t *NeighborTable) Record(ip netip.Addr, mac MAC, now time.Time) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.watch != nil && !t.watch[ip] && !(ip.Is6() && ip.IsLinkLocalUnicast()) {
+	if t.watch != nil && !t.watch[ip] {
 		return
 	}
 	if t.last == nil {

@@ -16,10 +16,15 @@ type Instance struct {
 	VIPs []netip.Addr
 }
 
-// Observation is an advertisement seen on the link and who sent it.
+// Observation is an advertisement seen on the link and who sent it: its IP
+// source and the frame's link-layer source (zero when not known).
 type Observation struct {
 	Source netip.Addr
+	MAC    MAC
 	Advert Advert
+	// Omitted counts the advert's addresses left out of Advert.Addresses
+	// (see Trim): none of them is a VIP of the cluster.
+	Omitted int
 }
 
 // ConflictKind says how another router's adverts clash with our instances.
@@ -58,10 +63,16 @@ type Conflict struct {
 	VRID      uint8
 	Source    netip.Addr
 	Addresses []netip.Addr
+	// Omitted counts the other router's addresses not listed.
+	Omitted int
 }
 
 func (c Conflict) String() string {
-	return fmt.Sprintf("%s: instance %s: router %s uses vrid %d for %v", c.Kind, c.Instance, c.Source, c.VRID, c.Addresses)
+	more := ""
+	if c.Omitted > 0 {
+		more = fmt.Sprintf(" (+%d more)", c.Omitted)
+	}
+	return fmt.Sprintf("%s: instance %s: router %s uses vrid %d for %v%s", c.Kind, c.Instance, c.Source, c.VRID, c.Addresses, more)
 }
 
 // Detect compares what was seen on the link with our instances. self are this
@@ -85,7 +96,7 @@ func Detect(ours []Instance, self, peers []netip.Addr, seen []Observation) []Con
 			}
 			var kind ConflictKind
 			switch {
-			case o.Advert.VRID == in.VRID && !sameSet(addrs, in.VIPs):
+			case o.Advert.VRID == in.VRID && (o.Omitted > 0 || !sameSet(addrs, in.VIPs)):
 				kind = ForeignAddresses
 			case o.Advert.VRID != in.VRID && intersects(addrs, in.VIPs):
 				kind = VIPUnderOtherID
@@ -94,7 +105,7 @@ func Detect(ours []Instance, self, peers []netip.Addr, seen []Observation) []Con
 			default:
 				continue
 			}
-			out = append(out, Conflict{Kind: kind, Instance: in.Name, VRID: o.Advert.VRID, Source: src, Addresses: addrs})
+			out = append(out, Conflict{Kind: kind, Instance: in.Name, VRID: o.Advert.VRID, Source: src, Addresses: addrs, Omitted: o.Omitted})
 		}
 	}
 	slices.SortFunc(out, func(a, b Conflict) int {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 )
@@ -38,8 +39,15 @@ type seen struct {
 // ErrListening is the verdict until the listening window has passed.
 var ErrListening = errors.New("still listening for other vrrp routers")
 
-// maxTracked bounds memory on a link full of VRRP routers.
-const maxTracked = 4096
+// Bounds on memory on a link full of VRRP routers (or of forged adverts):
+// at most maxTracked adverts of at most maxGuardAddrs addresses each. A
+// flood of spoofed sources fills it (4,096 cost ~2 MiB of heap, and twice
+// that in RSS with the collector's headroom); a real clash is one router,
+// or a few.
+const (
+	maxTracked    = 1024
+	maxGuardAddrs = 16
+)
 
 // Start begins the listening window.
 func (g *Guard) Start(now time.Time) {
@@ -64,6 +72,13 @@ func (g *Guard) Observe(o Observation, now time.Time) {
 	defer g.mu.Unlock()
 	if g.lastSeen == nil {
 		g.lastSeen = map[obsKey]seen{}
+	}
+	if n := len(o.Advert.Addresses); n > maxGuardAddrs {
+		// Whoever feeds the guard trims first (Trim keeps the cluster's
+		// VIPs ahead of others); this cut only bounds what is kept.
+		o.Omitted += n - maxGuardAddrs
+		// A copy: the long list's array is not kept alive.
+		o.Advert.Addresses = slices.Clone(o.Advert.Addresses[:maxGuardAddrs])
 	}
 	k := obsKey{o.Source, o.Advert.VRID}
 	if _, ok := g.lastSeen[k]; !ok && len(g.lastSeen) >= maxTracked {

@@ -17,40 +17,30 @@ const (
 	naFlagOverride = 0x20000000
 )
 
-// IPv6Packet is what the split-brain check reads from an IPv6 packet seen
-// on the link with its link-layer source: a Neighbor Advertisement (the
-// sender has Target) or a VRRP advert (the sender's own address, mostly
-// link-local, is Source).
+// IPv6Packet is what the split-brain check reads from a Neighbor
+// Advertisement seen on the link with its link-layer source: the sender
+// has Target.
 type IPv6Packet struct {
 	Source netip.Addr
-	// Target is set for a Neighbor Advertisement.
 	Target netip.Addr
-	VRRP   bool
 }
 
 // ParseIPv6 reads an IPv6 packet from its fixed header on (no link header):
 // a Neighbor Advertisement with hop limit 255, as RFC 4861 requires of
-// every accepted one, or a VRRP advert. Anything else is refused.
+// every accepted one. Anything else is refused.
 func ParseIPv6(b []byte) (IPv6Packet, bool) {
-	if len(b) < ipv6HdrLen || b[0]>>4 != 6 {
+	if len(b) < ipv6HdrLen || b[0]>>4 != 6 || b[6] != 58 {
 		return IPv6Packet{}, false
 	}
-	src := netip.AddrFrom16([16]byte(b[8:24]))
-	switch b[6] {
-	case Protocol:
-		return IPv6Packet{Source: src, VRRP: true}, true
-	case 58:
-		m := b[ipv6HdrLen:]
-		if len(m) < 24 || m[0] != icmp6NA || m[1] != 0 || b[7] != 255 {
-			return IPv6Packet{}, false
-		}
-		t := netip.AddrFrom16([16]byte(m[8:24]))
-		if t.IsMulticast() || t.IsUnspecified() {
-			return IPv6Packet{}, false
-		}
-		return IPv6Packet{Source: src, Target: t}, true
+	m := b[ipv6HdrLen:]
+	if len(m) < 24 || m[0] != icmp6NA || m[1] != 0 || b[7] != 255 {
+		return IPv6Packet{}, false
 	}
-	return IPv6Packet{}, false
+	t := netip.AddrFrom16([16]byte(m[8:24]))
+	if t.IsMulticast() || t.IsUnspecified() {
+		return IPv6Packet{}, false
+	}
+	return IPv6Packet{Source: netip.AddrFrom16([16]byte(b[8:24])), Target: t}, true
 }
 
 // NeighborSolicitation is the ICMPv6 message (checksum left 0: the kernel

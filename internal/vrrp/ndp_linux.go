@@ -16,10 +16,9 @@ import (
 
 // NDPConn is ARPConn for IPv6: it sends Neighbor Solicitations and
 // unsolicited Neighbor Advertisements on one interface, and records into
-// a table who advertised which address (Neighbor Advertisements) and which
-// link-local source each VRRP advert came from, by the frame's link-layer
-// source. A packet socket with a kernel filter sees only those two kinds
-// of packet, so a busy link costs nothing. It needs CAP_NET_RAW.
+// a table who advertised which address (Neighbor Advertisements), by the
+// frame's link-layer source. A packet socket with a kernel filter sees only
+// those, so a busy link costs nothing. It needs CAP_NET_RAW.
 type NDPConn struct {
 	Table *NeighborTable
 	fd    int
@@ -28,12 +27,11 @@ type NDPConn struct {
 	mac   MAC
 }
 
-// ndpFilter passes VRRP (next header 112) and Neighbor Advertisements
-// (ICMPv6 type 136 right after the fixed header: ND packets carry no
-// extension headers). Offsets count from the IPv6 header (SOCK_DGRAM).
+// ndpFilter passes Neighbor Advertisements (ICMPv6 type 136 right after
+// the fixed header: ND packets carry no extension headers). Offsets count
+// from the IPv6 header (SOCK_DGRAM).
 var ndpFilter = []bpf.Instruction{
 	bpf.LoadAbsolute{Off: 6, Size: 1},
-	bpf.JumpIf{Cond: bpf.JumpEqual, Val: Protocol, SkipTrue: 3},
 	bpf.JumpIf{Cond: bpf.JumpEqual, Val: 58, SkipFalse: 3},
 	bpf.LoadAbsolute{Off: ipv6HdrLen, Size: 1},
 	bpf.JumpIf{Cond: bpf.JumpEqual, Val: icmp6NA, SkipFalse: 1},
@@ -141,11 +139,7 @@ func (n *NDPConn) Run(ctx context.Context) error {
 		if !ok || mac == n.mac {
 			continue
 		}
-		if p.VRRP {
-			n.Table.Record(p.Source, mac, time.Now())
-		} else {
-			n.Table.Record(p.Target, mac, time.Now())
-		}
+		n.Table.Record(p.Target, mac, time.Now())
 	}
 	return nil
 }

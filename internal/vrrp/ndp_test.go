@@ -31,7 +31,7 @@ func TestParseIPv6(t *testing.T) {
 		want IPv6Packet
 	}{
 		{"advertisement", ipv6Packet(58, 255, ll, na), true, IPv6Packet{Source: ll, Target: vip}},
-		{"vrrp advert", ipv6Packet(112, 255, ll, make([]byte, 24)), true, IPv6Packet{Source: ll, VRRP: true}},
+		{"vrrp advert (the Reader's)", ipv6Packet(112, 255, ll, make([]byte, 24)), false, IPv6Packet{}},
 		{"advertisement routed (hop limit 254)", ipv6Packet(58, 254, ll, na), false, IPv6Packet{}},
 		{"solicitation", ipv6Packet(58, 255, ll, ns), false, IPv6Packet{}},
 		{"short advertisement", ipv6Packet(58, 255, ll, na[:23]), false, IPv6Packet{}},
@@ -55,7 +55,7 @@ func FuzzParseIPv6(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, ok := ParseIPv6(b)
-		if ok && (!p.Source.Is6() || (!p.VRRP && !p.Target.Is6())) {
+		if ok && (!p.Source.Is6() || !p.Target.Is6()) {
 			t.Fatalf("accepted %x as %+v", b, p)
 		}
 	})

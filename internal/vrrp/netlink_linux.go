@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"syscall"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,4 +76,34 @@ func DeleteAddr(iface string, p netip.Prefix) error {
 		}
 	}
 	return fmt.Errorf("delete %s: no netlink acknowledgement", p)
+}
+
+// KernelNeighbors returns a Link's Neighbors: the kernel's neighbour table
+// on iface (ARP and NDP entries that hold a MAC), read over netlink in the
+// calling thread's network namespace. A failed read lists nothing.
+func KernelNeighbors(iface string) func() map[netip.Addr][]MAC {
+	return func() map[netip.Addr][]MAC {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return nil
+		}
+		ns, err := netlink.NeighList(ifi.Index, netlink.FAMILY_ALL)
+		if err != nil {
+			return nil
+		}
+		out := make(map[netip.Addr][]MAC, len(ns))
+		for _, n := range ns {
+			a, ok := netip.AddrFromSlice(n.IP)
+			if !ok || len(n.HardwareAddr) != 6 || n.State&(netlink.NUD_INCOMPLETE|netlink.NUD_FAILED) != 0 {
+				continue
+			}
+			var m MAC
+			copy(m[:], n.HardwareAddr)
+			a = a.Unmap()
+			if !slices.Contains(out[a], m) {
+				out[a] = append(out[a], m)
+			}
+		}
+		return out
+	}
 }

@@ -11,3 +11,6 @@ import (
 func DeleteAddr(_ string, _ netip.Prefix) error {
 	return errors.New("deleting addresses is only supported on linux")
 }
+
+// KernelNeighbors knows no neighbours off Linux.
+func KernelNeighbors(string) func() map[netip.Addr][]MAC { return nil }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,22 +108,33 @@ func (v *VIPChecker) remove(now, deadSince time.Time, grace time.Duration) {
 	}
 }
 
-// Heard remembers, for each address, when a router last advertised it with
+// Heard remembers, for each VIP, when which router last advertised it with
 // a priority above 0 from a source that is not one of Own: the VIPChecker's
-// HeldElsewhere. Safe for concurrent use (the listener's goroutines feed it).
+// HeldElsewhere and the split-brain check's evidence. It is fed the
+// peers' adverts only (Link), and bounded whatever it is fed: at most
+// maxHeardVIPs addresses and maxHeardSources senders each. Safe for
+// concurrent use.
 type Heard struct {
 	// Own says whether a source address is this node's (its own adverts,
 	// looped back, are not another holder).
 	Own  func(netip.Addr) bool
 	mu   sync.Mutex
-	last map[netip.Addr]time.Time
-	// from: per VIP, when each source last advertised it (at most
-	// maxHeardSources per VIP, so spoofed sources cannot grow it).
-	from map[netip.Addr]map[netip.Addr]time.Time
+	from map[netip.Addr]map[sender]time.Time
 	wake chan struct{}
 }
 
-const maxHeardSources = 64
+// sender is who sent an advert: its address and the frame's MAC.
+type sender struct {
+	addr netip.Addr
+	mac  MAC
+}
+
+const (
+	maxHeardVIPs    = 256
+	maxHeardSources = 64
+	// heardExpiry: older entries may make room for new ones.
+	heardExpiry = time.Minute
+)
 
 // Wake is signalled (without blocking, coalesced) after each advert from
 // another router: the VIPChecker's Wake.
@@ -142,23 +154,22 @@ func (h *Heard) Observe(o Observation, now time.Time) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.last == nil {
-		h.last = map[netip.Addr]time.Time{}
-	}
 	if h.from == nil {
-		h.from = map[netip.Addr]map[netip.Addr]time.Time{}
+		h.from = map[netip.Addr]map[sender]time.Time{}
 	}
-	src := o.Source.Unmap()
+	who := sender{o.Source.Unmap(), o.MAC}
 	for _, a := range o.Advert.Addresses {
 		a = a.Unmap()
-		h.last[a] = now
 		m := h.from[a]
 		if m == nil {
-			m = map[netip.Addr]time.Time{}
+			if len(h.from) >= maxHeardVIPs && !h.expire(now) {
+				continue
+			}
+			m = map[sender]time.Time{}
 			h.from[a] = m
 		}
-		if _, ok := m[src]; ok || len(m) < maxHeardSources {
-			m[src] = now
+		if _, ok := m[who]; ok || len(m) < maxHeardSources {
+			m[who] = now
 		}
 	}
 	if h.wake != nil {
@@ -169,12 +180,32 @@ func (h *Heard) Observe(o Observation, now time.Time) {
 	}
 }
 
+// expire forgets the addresses nobody advertised for heardExpiry and says
+// whether that made room. Called with h.mu held.
+func (h *Heard) expire(now time.Time) bool {
+	for a, m := range h.from {
+		for who, at := range m {
+			if now.Sub(at) > heardExpiry {
+				delete(m, who)
+			}
+		}
+		if len(m) == 0 {
+			delete(h.from, a)
+		}
+	}
+	return len(h.from) < maxHeardVIPs
+}
+
 // Since says whether another router advertised vip after t.
 func (h *Heard) Since(vip netip.Addr, t time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	last, ok := h.last[vip.Unmap()]
-	return ok && last.After(t)
+	for _, at := range h.from[vip.Unmap()] {
+		if at.After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // From lists the sources that advertised vip after t.
@@ -182,9 +213,22 @@ func (h *Heard) From(vip netip.Addr, t time.Time) []netip.Addr {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []netip.Addr
-	for src, at := range h.from[vip.Unmap()] {
-		if at.After(t) {
-			out = append(out, src)
+	for who, at := range h.from[vip.Unmap()] {
+		if at.After(t) && !slices.Contains(out, who.addr) {
+			out = append(out, who.addr)
+		}
+	}
+	return out
+}
+
+// MACs lists the link-layer sources of the adverts for vip after t.
+func (h *Heard) MACs(vip netip.Addr, t time.Time) []MAC {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []MAC
+	for who, at := range h.from[vip.Unmap()] {
+		if at.After(t) && who.mac != (MAC{}) && !slices.Contains(out, who.mac) {
+			out = append(out, who.mac)
 		}
 	}
 	return out

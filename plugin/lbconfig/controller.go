@@ -213,12 +213,12 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		defer l.startProbers(ctx, ctl.Model, gate, nil)()
 		var heard *vrrp.Heard
 		if l.guardWindow > 0 {
-			gd := newGuard(ctl.Model.Interface(), l.guardWindow)
-			var relayDone func()
-			gd.relay, relayDone = l.startRelay(ctx, ctl.Model, gd.own.has)
+			gd := newGuard(ctl.Model, l.guardWindow)
+			relay, relayDone := l.startRelay(ctx, ctl.Model, gd.own.has)
 			// Removed before the lock goes: a reloaded instance's tables
 			// are never deleted by the instance it replaces.
 			defer relayDone()
+			gd.link.Resigned = relay.Observe
 			defer gd.run(ctx)()
 			ctl.Gate = gd.gate
 			heard = &gd.heard

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/vrrp"
 )
@@ -21,25 +22,35 @@ const DefaultGuardWindow = 3 * time.Second
 // reported failure: two clusters on one LAN with the same router ID). Once
 // keepalived runs with our configuration, a clash no longer withdraws it
 // (that would take the VIP down); it is logged and exported as a metric.
+// Every advert it reads is judged once by its Link, which also feeds heard
+// and the hand-over relay with the peers' adverts only.
 type guard struct {
 	g       vrrp.Guard
 	iface   string
 	claimed atomic.Bool
-	// open is set when the listener cannot run (no CAP_NET_RAW, no such
+	// open is set when the reader cannot run (no CAP_NET_RAW, no such
 	// interface): nothing can be detected, so nothing is held back.
 	open atomic.Bool
 	// heard tells the VIP checker when another node holds a VIP.
 	heard vrrp.Heard
 	own   ownAddrs
-	// relay, when set, hears the adverts too: a resignation starts the
-	// hand-over relay.
-	relay *vrrp.Relay
+	link  vrrp.Link
 }
 
-func newGuard(iface string, window time.Duration) *guard {
-	gd := &guard{g: vrrp.Guard{Window: window, Expiry: 10 * window}, iface: iface}
-	gd.own.iface = iface
+// newGuard listens on the model's interface; set link.Resigned before run
+// to hear the peers' resignations.
+func newGuard(m *cluster.Model, window time.Duration) *guard {
+	gd := &guard{g: vrrp.Guard{Window: window, Expiry: 10 * window}, iface: m.Interface()}
+	gd.own.iface = gd.iface
 	gd.heard.Own = gd.own.has
+	gd.link = vrrp.Link{
+		Cluster:   lb.Instances(m.Name(), m.Groups()),
+		Guard:     &gd.g,
+		Heard:     &gd.heard,
+		Own:       gd.own.has,
+		Neighbors: vrrp.KernelNeighbors(gd.iface),
+		Verdict:   func(v vrrp.LinkVerdict) { vrrpAdverts.WithLabelValues(v.String()).Inc() },
+	}
 	return gd
 }
 
@@ -74,15 +85,12 @@ func (gd *guard) run(ctx context.Context) (wait func()) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		l := &vrrp.Listener{Interface: gd.iface, Handle: func(o vrrp.Observation) {
-			now := time.Now()
-			gd.g.Observe(o, now)
-			gd.heard.Observe(o, now)
-			if gd.relay != nil {
-				gd.relay.Observe(o)
-			}
-		}}
-		if err := l.Run(ctx); err != nil {
+		r := &vrrp.Reader{
+			Interface: gd.iface,
+			Handle:    func(o vrrp.Observation) { gd.link.Observe(o, time.Now()) },
+			Invalid:   func(error) { vrrpAdverts.WithLabelValues("invalid").Inc() },
+		}
+		if err := r.Run(ctx); err != nil {
 			log.Warningf("vrrp guard off, cannot listen for other routers: %v", err)
 			gd.open.Store(true)
 		}
@@ -121,6 +129,11 @@ func (gd *guard) run(ctx context.Context) (wait func()) {
 // until its first write.
 func (gd *guard) gate(k lb.Kind, p lb.Plan) error {
 	gd.g.SetInstances(p.VRRPInstances(), interfaceAddrs(gd.iface), p.Peers())
+	groups := make([]vrrp.LinkGroup, 0, len(p.Groups))
+	for _, g := range p.Groups {
+		groups = append(groups, vrrp.LinkGroup{VRID: g.VRID, VIPs: g.VIPs, Peers: g.Peers})
+	}
+	gd.link.SetGroups(groups)
 	if k != lb.Keepalived || gd.claimed.Load() || gd.open.Load() {
 		return nil
 	}

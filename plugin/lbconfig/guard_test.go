@@ -3,15 +3,28 @@ package lbconfig
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/vrrp"
 )
 
+// guardModel is a cluster on an interface no test namespace has.
+func guardModel(t *testing.T) *cluster.Model {
+	t.Helper()
+	m, err := cluster.New(cluster.Spec{Name: "ocp4", Node: "master-0", Interface: "idnsv-none0",
+		APIVIPs: []netip.Addr{netip.MustParseAddr("192.0.2.5")}, IngressVIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestGuardGate(t *testing.T) {
-	gd := newGuard("idnsv-none0", time.Hour)
+	gd := newGuard(guardModel(t), time.Hour)
 	gd.g.Start(time.Now())
 	p := lb.Plan{Instances: []lb.Instance{{Name: "ocp4_api_v4", VRID: 222, VIPs: []string{"192.0.2.5/32"}}}}
 	if err := gd.gate(lb.Keepalived, p); !errors.Is(err, vrrp.ErrListening) {
@@ -22,7 +35,7 @@ func TestGuardGate(t *testing.T) {
 	}
 
 	// Once claimed, keepalived is never held again.
-	gd = newGuard("idnsv-none0", time.Nanosecond)
+	gd = newGuard(guardModel(t), time.Nanosecond)
 	gd.g.Start(time.Now().Add(-time.Second))
 	if err := gd.gate(lb.Keepalived, p); err != nil {
 		t.Fatalf("After the window: %v", err)
@@ -35,7 +48,7 @@ func TestGuardGate(t *testing.T) {
 // TestGuardOpensWithoutListener: when the listener cannot run (here: no
 // such interface), nothing can be detected and nothing is held back.
 func TestGuardOpensWithoutListener(t *testing.T) {
-	gd := newGuard("idnsv-none0", time.Hour)
+	gd := newGuard(guardModel(t), time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := gd.run(ctx)
 	deadline := time.Now().Add(10 * time.Second)

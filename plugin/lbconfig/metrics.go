@@ -55,6 +55,12 @@ var (
 		Name:      "vrrp_conflicts",
 		Help:      "Other VRRP routers on the link that clash with this node's instances, by kind (foreign-addresses, vip-under-other-id, unknown-peer).",
 	}, []string{"kind"})
+	vrrpAdverts = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "vrrp_adverts_total",
+		Help:      "Counter of VRRP adverts heard on the VRRP interface, by verdict: peer (a group peer's advert for its VIPs), other (about the cluster's router IDs or VIPs, from anyone else: the conflict guard's only), unrelated (dropped), invalid (malformed, or sent from off the link).",
+	}, []string{"verdict"})
 	splitBrainEvents = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

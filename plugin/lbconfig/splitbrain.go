@@ -208,7 +208,7 @@ func (sc *splitCheck) loop(ctx context.Context, self vrrp.MAC) {
 				}
 			}
 			in := vrrp.SplitInput{Self: self, Held: held(g), HeardFrom: func(since time.Time, macs []vrrp.MAC, vips []netip.Addr) bool {
-				return sc.heardFrom(vips, since, macs, now)
+				return sc.heardFrom(vips, since, macs)
 			}}
 			unknown := false
 			for _, v := range g.vips {
@@ -266,18 +266,14 @@ func (sc *splitCheck) loop(ctx context.Context, self vrrp.MAC) {
 }
 
 // heardFrom says whether, for each of vips, a router whose MAC is one of
-// macs advertised it after since: the advert's source address (the node's
-// IPv4 address, an IPv6 link-local one) looked up in what ARP and ND told
-// us.
-func (sc *splitCheck) heardFrom(vips []netip.Addr, since time.Time, macs []vrrp.MAC, now time.Time) bool {
+// macs advertised it after since: the frames' sources, as the VRRP link
+// reader took them from the peers' adverts.
+func (sc *splitCheck) heardFrom(vips []netip.Addr, since time.Time, macs []vrrp.MAC) bool {
 	if sc.heard == nil || len(vips) == 0 {
 		return false
 	}
 	for _, v := range vips {
-		heard := slices.ContainsFunc(sc.heard.From(v, since), func(src netip.Addr) bool {
-			return slices.ContainsFunc(sc.table.Since(src, now.Add(-peerMACAge)), func(m vrrp.MAC) bool { return slices.Contains(macs, m) })
-		})
-		if !heard {
+		if !slices.ContainsFunc(sc.heard.MACs(v, since), func(m vrrp.MAC) bool { return slices.Contains(macs, m) }) {
 			return false
 		}
 	}

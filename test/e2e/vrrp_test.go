@@ -839,7 +839,8 @@ func vrrpRounds(t *testing.T) int { return envRounds(t, vrrpRoundsEnv, 5) }
 
 // TestVRRPRepeatedCrash crashes the VIP holder five times (restarting it in
 // between; $INFRADNS_CRASH_ROUNDS) for min/median/max figures, kills its
-// haproxy, stops its keepalived gracefully, splits the adverts, cuts each
+// haproxy, stops its keepalived gracefully, has a rogue host flood the link
+// with forged adverts (and a graceful hand-over in it), splits the adverts, cuts each
 // backup's apiserver off the network for 3 s (haproxy on the holder must
 // route around it), and checks that the cluster settles after all that.
 func TestVRRPRepeatedCrash(t *testing.T) {
@@ -873,6 +874,7 @@ func TestVRRPRepeatedCrash(t *testing.T) {
 
 	v.handOvers(rounds, "haproxy kill", "kill -9 haproxy on %s (keepalived up)", v.killHAProxy)
 	v.handOvers(rounds, "graceful stop", "SIGTERM keepalived on %s (haproxy up)", v.stopKeepalived)
+	v.rogueFlood()
 
 	for round := range splitRounds {
 		h := v.waitSettled(fmt.Sprintf("before split %d", round+1))

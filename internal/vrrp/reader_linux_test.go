@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,12 +12,13 @@ import (
 	"github.com/infradns/infradns/internal/lb/netnstest"
 )
 
-// TestListenerKeepalived runs a real keepalived (vrrp_version 3, advert_int
-// 0.1) in one network namespace made for the test and the Listener in a
+// TestReaderKeepalived runs a real keepalived (vrrp_version 3, advert_int
+// 0.1) in one network namespace made for the test and the Reader in a
 // second one on the same veth link, and checks the adverts it decodes: the
-// parser and the socket code against the real sender, for both families.
-func TestListenerKeepalived(t *testing.T) {
-	router, listener := netnstest.Pair(t, "vrrp")
+// parser and the socket code against the real sender, for both families,
+// with the frame's source MAC.
+func TestReaderKeepalived(t *testing.T) {
+	router, reader := netnstest.Pair(t, "vrrp")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -44,13 +46,16 @@ vrrp_instance idnsv_v6 {
     }
 }
 `)
+	var routerMAC MAC
+	copy(routerMAC[:], macOf(t, router))
 
 	var mu sync.Mutex
 	seen := map[bool]Observation{}
 	got := make(chan struct{})
-	l := &Listener{Interface: "eth0", Handle: func(o Observation) {
+	r := &Reader{Interface: "eth0", Handle: func(o Observation) {
 		mu.Lock()
 		defer mu.Unlock()
+		o.Advert.Addresses = slices.Clone(o.Advert.Addresses) // the reader reuses it
 		seen[o.Source.Is6()] = o
 		if len(seen) == 2 {
 			select {
@@ -61,17 +66,17 @@ vrrp_instance idnsv_v6 {
 		}
 	}, Invalid: func(err error) { t.Logf("Invalid packet: %v", err) }}
 
-	lctx, lcancel := context.WithCancel(ctx)
-	// Run opens the sockets, on a thread inside the listener's namespace.
-	_, runErr := runIn(t, lctx, listener, func() (*Listener, error) { return l, nil })
+	rctx, rcancel := context.WithCancel(ctx)
+	// Run opens the sockets, on a thread inside the reader's namespace.
+	_, runErr := runIn(t, rctx, reader, func() (*Reader, error) { return r, nil })
 	select {
 	case <-got:
 	case err := <-runErr:
-		t.Fatalf("Listener stopped early: %v", err)
+		t.Fatalf("Reader stopped early: %v", err)
 	case <-ctx.Done():
 		t.Fatal("No adverts of both families within 20 s")
 	}
-	lcancel()
+	rcancel()
 	if err := <-runErr; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -89,6 +94,9 @@ vrrp_instance idnsv_v6 {
 		a := o.Advert
 		if a.Version != 3 || a.VRID != 14 || a.Priority != 140 || a.Interval != 100*time.Millisecond {
 			t.Errorf("%s advert = %+v", fam, a)
+		}
+		if o.MAC != routerMAC {
+			t.Errorf("%s advert from MAC %s, want the router's %s", fam, o.MAC, routerMAC)
 		}
 	}
 	if len(v4.Advert.Addresses) != 1 || v4.Advert.Addresses[0] != netip.MustParseAddr("192.0.2.5") {
