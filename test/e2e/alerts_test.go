@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -37,6 +38,9 @@ type labPrometheus struct {
 // a counter did between two scrapes.
 func startLabPrometheus(t *testing.T, n *lab.Node, targets ...string) *labPrometheus {
 	t.Helper()
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		t.Fatalf("prometheus not found (Debian package prometheus; run hack/install-deps.sh as root): %v", err)
+	}
 	dir := t.TempDir()
 	quoted := make([]string, len(targets))
 	for i, tg := range targets {
