@@ -18,7 +18,9 @@ declare -A pkgs=(
   [unshare]=util-linux
   [pkill]=procps
   [taskset]=util-linux
+  # promtool checks the rules; the server evaluates them over a lab's metrics (test/e2e).
   [promtool]=prometheus
+  [prometheus]=prometheus
   [vtysh]=frr
   [bird]=bird2
   [nft]=nftables

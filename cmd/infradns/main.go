@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -74,10 +75,23 @@ var commands = map[string]func(ctx context.Context, args []string, out io.Writer
 	"gen-key":     genKey,
 	"doctor":      doctor,
 	"uninstall":   uninstall,
-	"version": func(_ context.Context, _ []string, out io.Writer) error {
-		_, err := fmt.Fprintln(out, version)
+	"version":     printVersion,
+}
+
+// printVersion is `infradns version`: a subcommand like the others, so -h
+// prints its usage and an unknown flag or an argument is refused rather
+// than answered with the version.
+func printVersion(_ context.Context, args []string, out io.Writer) error {
+	fs := flags("version", "")
+	if err := fs.Parse(args); err != nil {
 		return err
-	},
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("version takes no argument, got %q", fs.Arg(0))
+	}
+	_, err := fmt.Fprintln(out, version)
+	return err
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -109,7 +123,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 func flags(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: infradns %s %s\n", name, synopsis)
+		fmt.Fprintln(fs.Output(), strings.TrimSpace("usage: infradns "+name+" "+synopsis))
 		fs.PrintDefaults()
 	}
 	return fs

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,6 +60,67 @@ func TestHelp(t *testing.T) {
 		if err := run(context.Background(), []string{cmd, "-h"}, &out); err != nil || out.Len() != 0 {
 			t.Errorf("%s -h: %v, stdout %q", cmd, err, out.String())
 		}
+	}
+}
+
+// stderrOf runs f with os.Stderr sent to a file (a subcommand's flag set
+// prints its usage and errors there) and returns what f wrote.
+func stderrOf(t *testing.T, f func()) string {
+	t.Helper()
+	file, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	old := os.Stderr
+	os.Stderr = file
+	defer func() { os.Stderr = old }()
+	f()
+	b, err := os.ReadFile(file.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSubcommandFlags: every subcommand, version included (it printed the
+// version for -h, --help and any unknown flag), prints its usage on -h and
+// --help and succeeds without running, and refuses an unknown flag with its
+// usage. The subcommands come from the command table, so a new one is
+// covered the day it is added.
+func TestSubcommandFlags(t *testing.T) {
+	names := slices.Sorted(maps.Keys(commands))
+	for _, cmd := range names {
+		for _, tc := range []struct {
+			flag    string
+			wantErr string // "": success
+		}{
+			{"-h", ""},
+			{"--help", ""},
+			{"-no-such-flag", "flag provided but not defined: -no-such-flag"},
+		} {
+			t.Run(cmd+" "+tc.flag, func(t *testing.T) {
+				var out bytes.Buffer
+				var err error
+				stderr := stderrOf(t, func() { err = run(context.Background(), []string{cmd, tc.flag}, &out) })
+				switch {
+				case tc.wantErr == "" && err != nil:
+					t.Errorf("error %v, want success", err)
+				case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+					t.Errorf("error %v, want %q", err, tc.wantErr)
+				}
+				if out.Len() != 0 {
+					t.Errorf("stdout %q, want nothing: the command must not run", out.String())
+				}
+				if !strings.Contains(stderr, "usage: infradns "+cmd) {
+					t.Errorf("stderr %q, want the usage of %s", stderr, cmd)
+				}
+			})
+		}
+	}
+	// version with an argument: refused too, not ignored.
+	if err := run(context.Background(), []string{"version", "extra"}, &bytes.Buffer{}); err == nil {
+		t.Error("version extra: accepted")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -208,6 +209,89 @@ func TestPrepender(t *testing.T) {
 					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\n"
 			},
 		},
+		// keepalived adds a VIP to the node's interface, as a /32 (/128) by
+		// default; after the node's own address is re-added (a DHCP
+		// renewal) `ip` lists the VIP first. resolv.conf named it twice.
+		{
+			name:    "VIP held and listed first: the node's own address, the VIP once",
+			envFile: ptr(stdEnv + "INFRADNS_API_VIPS=\"192.0.2.5 2001:db8::5\"\n"),
+			sources: map[string]string{"resolved": "nameserver 192.0.2.53\n"},
+			nodeIPs: "192.0.2.5/32 10.0.0.11/24 2001:db8::5/128 2001:db8:1::11/64",
+			wantForward: func(s sandbox) string {
+				return fwdHeader(s.resolved) + "forward . 192.0.2.53\n"
+			},
+			wantResolv: func(s sandbox) string {
+				return vipResolvHeader("ocp4.example.com", s.resolved) +
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\nnameserver 192.0.2.53\n"
+			},
+		},
+		{
+			name:    "VIP listed first, no prefix length known: skipped as a VIP",
+			sources: map[string]string{"resolved": "nameserver 192.0.2.53\n"},
+			nodeIPs: "192.0.2.10 10.0.0.11",
+			wantForward: func(s sandbox) string {
+				return fwdHeader(s.resolved) + "forward . 192.0.2.53\n"
+			},
+			wantResolv: func(s sandbox) string {
+				return resolvHeader("ocp4.example.com", s.resolved) +
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+			},
+		},
+		{
+			name:    "VIP added with the subnet's length (not /32): skipped as a VIP",
+			sources: map[string]string{"resolved": "nameserver 192.0.2.53\n"},
+			nodeIPs: "192.0.2.10/24 10.0.0.11/24",
+			wantForward: func(s sandbox) string {
+				return fwdHeader(s.resolved) + "forward . 192.0.2.53\n"
+			},
+			wantResolv: func(s sandbox) string {
+				return resolvHeader("ocp4.example.com", s.resolved) +
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+			},
+		},
+		{
+			name:    "a /32 that is no VIP after one that is not in the env file: the non-/32 wins",
+			sources: map[string]string{"resolved": "nameserver 192.0.2.53\n"},
+			nodeIPs: "203.0.113.5/32 10.0.0.11/24",
+			wantForward: func(s sandbox) string {
+				return fwdHeader(s.resolved) + "forward . 192.0.2.53\n"
+			},
+			wantResolv: func(s sandbox) string {
+				return resolvHeader("ocp4.example.com", s.resolved) +
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+			},
+		},
+		{
+			name:    "the node's own address is a /32 (point-to-point): taken, the VIP is not",
+			sources: map[string]string{"resolved": "nameserver 192.0.2.53\n"},
+			nodeIPs: "192.0.2.5/32 10.0.0.11/32",
+			wantForward: func(s sandbox) string {
+				return fwdHeader(s.resolved) + "forward . 192.0.2.53\n"
+			},
+			wantResolv: func(s sandbox) string {
+				return resolvHeader("ocp4.example.com", s.resolved) +
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+			},
+		},
+		{
+			name:    "IPv6-only node holding its IPv6 VIP (/128, listed first)",
+			envFile: ptr(stdEnv + "INFRADNS_API_VIPS=\"192.0.2.5 2001:db8::5\"\n"),
+			sources: map[string]string{"resolved": "nameserver 2001:db8::53\n"},
+			nodeIPs: "2001:db8:0:0::5/128 2001:db8:1::11/64",
+			wantForward: func(s sandbox) string {
+				return fwdHeader(s.resolved) + "forward . 2001:db8::53\n"
+			},
+			wantResolv: func(s sandbox) string {
+				return vipResolvHeader("ocp4.example.com", s.resolved) +
+					"search ocp4.example.com\nnameserver 2001:db8:1::11\nnameserver 2001:db8::5\nnameserver 2001:db8::53\n"
+			},
+		},
+		{
+			name:      "only VIPs on the interface (the node's address is being renewed): nothing written",
+			sources:   map[string]string{"resolved": "nameserver 192.0.2.53\n"},
+			nodeIPs:   "192.0.2.5/32 2001:db8::5/128",
+			untouched: true,
+		},
 		{
 			name: "resolved stub only: next source",
 			sources: map[string]string{
@@ -292,6 +376,21 @@ func TestPrepender(t *testing.T) {
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
 					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver fec0::53\n"
+			},
+		},
+		// resolved writes a link's server with its zone (%ens3), IPv4 too;
+		// CoreDNS refuses `forward . 192.0.2.53%ens3` and the whole Corefile.
+		{
+			name: "zones dropped, IPv4 and IPv6",
+			sources: map[string]string{"resolved": "nameserver 192.0.2.53%ens3\nnameserver 2001:db8::53%2\n" +
+				"nameserver 192.0.2.53%eth1\nnameserver 192.0.2.54%3\n"},
+			nodeIPs: "10.0.0.11",
+			wantForward: func(s sandbox) string {
+				return fwdHeader(s.resolved) + "forward . 192.0.2.53 2001:db8::53 192.0.2.54\n"
+			},
+			wantResolv: func(s sandbox) string {
+				return resolvHeader("ocp4.example.com", s.resolved) +
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 2001:db8::53\n"
 			},
 		},
 		{
@@ -464,6 +563,8 @@ func TestPrepender(t *testing.T) {
 				if got, want := readFile(t, s.resolvConf), tc.wantResolv(s); got != want {
 					t.Errorf("resolv.conf:\n%s\nwant:\n%s", got, want)
 				}
+				coreDNSLoads(t, s.forwardConf)
+				resolversRead(t, readFile(t, s.resolvConf))
 			}
 			if tc.check != nil {
 				tc.check(t, s)
@@ -625,16 +726,40 @@ func TestPrependerNetns(t *testing.T) {
 	ip("-n", ns, "addr", "add", "2001:db8:77::77/64", "dev", "infradns1", "nodad")
 	ip("-n", ns, "link", "set", "infradns0", "up")
 	ip("-n", ns, "link", "set", "infradns1", "up")
+	// A second pair: infradns2 holds the VIPs as keepalived adds them
+	// (/32, /128) beside its own addresses, infradns3 its IPv6 VIP only
+	// beside its own IPv6 address. The kernel lists a new IPv6 address
+	// first, and an IPv4 address re-added (a DHCP renewal) after the VIP.
+	ip("-n", ns, "link", "add", "infradns2", "type", "veth", "peer", "name", "infradns3")
+	ip("-n", ns, "addr", "add", "198.51.100.8/24", "dev", "infradns2")
+	ip("-n", ns, "addr", "add", "2001:db8:8::8/64", "dev", "infradns2", "nodad")
+	ip("-n", ns, "addr", "add", "198.51.100.5/32", "dev", "infradns2")
+	ip("-n", ns, "addr", "add", "2001:db8:8::5/128", "dev", "infradns2", "nodad")
+	ip("-n", ns, "addr", "del", "198.51.100.8/24", "dev", "infradns2")
+	ip("-n", ns, "addr", "add", "198.51.100.8/24", "dev", "infradns2")
+	ip("-n", ns, "addr", "add", "2001:db8:9::9/64", "dev", "infradns3", "nodad")
+	ip("-n", ns, "addr", "add", "2001:db8:9::5/128", "dev", "infradns3", "nodad")
+	ip("-n", ns, "link", "set", "infradns2", "up")
+	ip("-n", ns, "link", "set", "infradns3", "up")
+	if out, err := exec.Command("ip", "-n", ns, "-o", "addr", "show", "dev", "infradns2", "scope", "global").CombinedOutput(); err != nil ||
+		!regexp.MustCompile(`(?s)inet 198\.51\.100\.5/32 .*inet 198\.51\.100\.8/24 `).Match(out) {
+		t.Fatalf("the VIP is not listed before the node's address, the case under test: %v\n%s", err, out)
+	}
 
 	src := "search example.org\nnameserver 127.0.0.53\nnameserver 198.51.100.7\nnameserver 2001:DB8:7:0::7\n" +
 		"nameserver 2001:db8:77::77\nnameserver 203.0.113.53\nnameserver 2001:db8:53::53\n"
-	for _, tc := range []struct{ iface, nodeIP string }{
-		{"infradns0", "198.51.100.7"},
-		{"infradns1", "2001:db8:77::77"},
+	const vips = "INFRADNS_EXCLUDE=\"198.51.100.5 2001:db8:8::5 2001:db8:9::5\"\nINFRADNS_API_VIPS=\"198.51.100.5 2001:db8:9::5\"\n"
+	for _, tc := range []struct {
+		iface, env, nodeIP, vip string
+	}{
+		{"infradns0", "", "198.51.100.7", ""},
+		{"infradns1", "", "2001:db8:77::77", ""},
+		{"infradns2", vips, "198.51.100.8", "198.51.100.5"},
+		{"infradns3", vips, "2001:db8:9::9", "2001:db8:9::5"},
 	} {
 		t.Run(tc.iface, func(t *testing.T) {
 			s := newSandbox(t)
-			writeFile(t, s.envFile, "INFRADNS_DOMAIN=ocp4.example.com\nINFRADNS_INTERFACE="+tc.iface+"\n")
+			writeFile(t, s.envFile, "INFRADNS_DOMAIN=ocp4.example.com\nINFRADNS_INTERFACE="+tc.iface+"\n"+tc.env)
 			writeFile(t, s.nm, src)
 			out, err := run(t, s.env(), []string{"ip", "netns", "exec", ns}, tc.iface, "up")
 			if err != nil {
@@ -645,6 +770,10 @@ func TestPrependerNetns(t *testing.T) {
 			}
 			want := resolvHeader("ocp4.example.com", s.nm) + "search ocp4.example.com example.org\n" +
 				"nameserver " + tc.nodeIP + "\nnameserver 203.0.113.53\nnameserver 2001:db8:53::53\n"
+			if tc.vip != "" {
+				want = vipResolvHeader("ocp4.example.com", s.nm) + "search ocp4.example.com example.org\n" +
+					"nameserver " + tc.nodeIP + "\nnameserver " + tc.vip + "\nnameserver 203.0.113.53\n"
+			}
 			if got := readFile(t, s.resolvConf); got != want {
 				t.Errorf("resolv.conf:\n%s\nwant:\n%s", got, want)
 			}

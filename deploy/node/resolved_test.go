@@ -107,30 +107,39 @@ func TestPrependerBadResolver(t *testing.T) {
 // TestPrependerResolvedAPIVIP: with the API VIPs in the env file, resolved
 // is given the API VIP after this node for the cluster domain (its
 // fallback while this node's CoreDNS is down), and kubelet's resolv.conf
-// lists it second.
+// lists it second. While this node holds the VIPs (listed first, as /32
+// and /128), the drop-in still names this node's own address, and the VIP
+// once.
 func TestPrependerResolvedAPIVIP(t *testing.T) {
-	s := newSandbox(t)
-	writeFile(t, s.envFile, stdEnv+"INFRADNS_RESOLVER=systemd-resolved\nINFRADNS_API_VIPS=\"192.0.2.5 2001:db8::5\"\n")
-	writeFile(t, s.resolved, "nameserver 192.0.2.53\nnameserver 192.0.2.54\n")
-	kubelet := filepath.Join(s.dir, "kubelet-resolv.conf")
-	dropin := filepath.Join(s.dir, "infradns.conf")
-	bin := filepath.Join(s.dir, "bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := s.env("INFRADNS_KUBELET_RESOLV_CONF="+kubelet, "INFRADNS_RESOLVED_DROPIN="+dropin, "INFRADNS_NODE_IPS=10.0.0.11")
-	env[0] = "PATH=" + bin + ":" + os.Getenv("PATH")
-	out, err := run(t, env, nil)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if got := readFile(t, dropin); !strings.Contains(got, "\n[Resolve]\nDNS=10.0.0.11 192.0.2.5\nDomains=~ocp4.example.com\n") {
-		t.Errorf("drop-in:\n%s", got)
-	}
-	if got := readFile(t, kubelet); !strings.HasSuffix(got, "search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\nnameserver 192.0.2.53\n") {
-		t.Errorf("kubelet-resolv.conf:\n%s", got)
+	for _, tc := range []struct{ name, nodeIPs string }{
+		{"node address only", "10.0.0.11"},
+		{"VIPs held, listed first", "192.0.2.5/32 10.0.0.11/24 2001:db8::5/128 2001:db8:1::11/64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSandbox(t)
+			writeFile(t, s.envFile, stdEnv+"INFRADNS_RESOLVER=systemd-resolved\nINFRADNS_API_VIPS=\"192.0.2.5 2001:db8::5\"\n")
+			writeFile(t, s.resolved, "nameserver 192.0.2.53\nnameserver 192.0.2.54\n")
+			kubelet := filepath.Join(s.dir, "kubelet-resolv.conf")
+			dropin := filepath.Join(s.dir, "infradns.conf")
+			bin := filepath.Join(s.dir, "bin")
+			if err := os.Mkdir(bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			env := s.env("INFRADNS_KUBELET_RESOLV_CONF="+kubelet, "INFRADNS_RESOLVED_DROPIN="+dropin, "INFRADNS_NODE_IPS="+tc.nodeIPs)
+			env[0] = "PATH=" + bin + ":" + os.Getenv("PATH")
+			out, err := run(t, env, nil)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if got := readFile(t, dropin); !strings.Contains(got, "\n[Resolve]\nDNS=10.0.0.11 192.0.2.5\nDomains=~ocp4.example.com\n") {
+				t.Errorf("drop-in:\n%s", got)
+			}
+			if got := readFile(t, kubelet); !strings.HasSuffix(got, "search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\nnameserver 192.0.2.53\n") {
+				t.Errorf("kubelet-resolv.conf:\n%s", got)
+			}
+		})
 	}
 }

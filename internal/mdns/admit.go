@@ -391,6 +391,12 @@ func (c *Cache) processSigned(now time.Time, src netip.Addr, p packet, res *Resu
 		if s == nil && t == nil {
 			continue
 		}
+		if s != nil {
+			// The instance's verdict, whatever it is, covers its host's
+			// addresses in the packet: one announcement is counted once,
+			// and a refused signed one is not "unsigned" as well.
+			covered[lower(s.Target)] = true
+		}
 		if s == nil || t == nil {
 			res.reject(ReasonUnsigned)
 			continue
@@ -421,10 +427,11 @@ func (c *Cache) processSigned(now time.Time, src netip.Addr, p packet, res *Resu
 		}
 		signed := Signed{Cluster: fields[txtCluster], Host: target, Addrs: addrs, Goodbye: bye}
 		if err := c.verifier.Check(now, signed, fields); err != nil {
-			res.reject(reasonOf(err))
+			if !errors.Is(err, ErrDuplicate) { // a copy is no news: ignored
+				res.reject(reasonOf(err))
+			}
 			continue
 		}
-		covered[target] = true
 		in := c.instances[name]
 		h := c.hosts[target]
 		if h == nil && len(c.hosts) >= MaxEntries {

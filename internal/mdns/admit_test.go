@@ -1,6 +1,7 @@
 package mdns
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -134,5 +135,97 @@ func TestExpireChanged(t *testing.T) {
 		if got := c.Expire(t0.Add(tc.at)); got != tc.want {
 			t.Errorf("Expire at %v = %v, want %v", tc.at, got, tc.want)
 		}
+	}
+}
+
+// TestCacheSignedCopies: a publisher sends each packet on both families, so
+// a resolver on a link with IPv6 (every Linux interface has a link-local
+// address) hears every signed announcement twice, from two source
+// addresses, milliseconds apart. The second copy is the same announcement:
+// neither accepted again nor refused (it was counted as a replay and its
+// addresses as unsigned, so every healthy signed cluster raised
+// InfradnsMDNSRejections). A real replay is still refused, once, and a
+// copy never brings back what a newer announcement changed.
+func TestCacheSignedCopies(t *testing.T) {
+	ll := netip.MustParseAddr("fe80::11") // node1's IPv6 link-local address
+	type msg struct {
+		at    time.Duration // its timestamp, from t0
+		nonce string
+		bye   bool
+		addrs []netip.Addr
+	}
+	type send struct {
+		at  time.Duration
+		src netip.Addr
+		msg int // index in msgs: the same index twice is two copies of one packet
+	}
+	both := []netip.Addr{n1v4, n1v6}
+	tests := []struct {
+		name     string
+		msgs     []msg
+		sends    []send
+		accepted int
+		rejected map[string]int
+		want     []string // served at 3 s
+	}{
+		{name: "a copy from the other family",
+			msgs:     []msg{{0, "a", false, both}},
+			sends:    []send{{0, n1v4, 0}, {3 * time.Millisecond, ll, 0}},
+			accepted: 1, want: []string{"node1=198.51.100.11,2001:db8:1::11,"}},
+		{name: "copies interleaved with the next answer (two sockets, no order between them)",
+			msgs:     []msg{{0, "a", false, both}, {10 * time.Millisecond, "b", false, both}},
+			sends:    []send{{0, n1v4, 0}, {10 * time.Millisecond, n1v4, 1}, {12 * time.Millisecond, ll, 0}, {14 * time.Millisecond, ll, 1}},
+			accepted: 2, want: []string{"node1=198.51.100.11,2001:db8:1::11,"}},
+		{name: "a goodbye's copy",
+			msgs:     []msg{{0, "a", false, both}, {time.Second, "b", true, both}},
+			sends:    []send{{0, n1v4, 0}, {2 * time.Millisecond, ll, 0}, {time.Second, n1v4, 1}, {time.Second + 2*time.Millisecond, ll, 1}},
+			accepted: 2},
+		{name: "a copy after the goodbye brings nothing back",
+			msgs:     []msg{{0, "a", false, both}, {100 * time.Millisecond, "b", true, both}},
+			sends:    []send{{0, n1v4, 0}, {100 * time.Millisecond, n1v4, 1}, {500 * time.Millisecond, rogue, 0}},
+			accepted: 2},
+		{name: "a copy after an address change brings nothing back",
+			msgs:     []msg{{0, "a", false, both}, {100 * time.Millisecond, "b", false, []netip.Addr{n1new}}},
+			sends:    []send{{0, n1v4, 0}, {100 * time.Millisecond, n1v4, 1}, {500 * time.Millisecond, ll, 0}},
+			accepted: 2, want: []string{"node1=198.51.100.111,"}},
+		{name: "replayed after the copies' second: a replay, not unsigned as well",
+			msgs:     []msg{{0, "a", false, both}},
+			sends:    []send{{0, n1v4, 0}, {2 * time.Millisecond, ll, 0}, {2 * time.Second, rogue, 0}},
+			accepted: 1, rejected: map[string]int{ReasonReplay: 1}, want: []string{"node1=198.51.100.11,2001:db8:1::11,"}},
+		{name: "the same nonce signed over other addresses: a replay",
+			msgs:     []msg{{0, "a", false, both}, {0, "a", false, []netip.Addr{rogue}}},
+			sends:    []send{{0, n1v4, 0}, {5 * time.Millisecond, rogue, 1}},
+			accepted: 1, rejected: map[string]int{ReasonReplay: 1}, want: []string{"node1=198.51.100.11,2001:db8:1::11,"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pkts := make([]*dns.Msg, len(tc.msgs))
+			for i, m := range tc.msgs {
+				z := NewZone("node1.local.", "ocp4", []Service{DefaultService("ocp4", "node1")}, m.addrs, key)
+				pkts[i] = roundTrip(t, z.Announcement(Stamp{TS: t0.Add(m.at).UnixMilli(), Nonce: m.nonce}, m.bye))
+			}
+			c := NewCache(testFilter(), NewVerifier(key))
+			accepted, rejected := 0, map[string]int{}
+			for _, s := range tc.sends {
+				now := t0.Add(s.at)
+				c.Expire(now)
+				res := c.Process(now, s.src, pkts[s.msg])
+				accepted += res.Accepted
+				for r, n := range res.Rejected {
+					rejected[r] += n
+				}
+			}
+			if accepted != tc.accepted {
+				t.Errorf("Accepted %d, want %d", accepted, tc.accepted)
+			}
+			if !maps.Equal(rejected, tc.rejected) {
+				t.Errorf("Rejected %v, want %v", rejected, tc.rejected)
+			}
+			now := t0.Add(3 * time.Second)
+			c.Expire(now)
+			if got := served(c.Heard(now)); !slices.Equal(got, tc.want) {
+				t.Errorf("Served %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -32,10 +32,13 @@ const MinKeyLen = 16
 
 // Errors of signature checks; Reason maps them to metric labels.
 var (
-	ErrUnsigned  = errors.New("announcement is not signed")
-	ErrBadSig    = errors.New("announcement signature does not verify")
-	ErrStale     = errors.New("announcement timestamp is outside the accepted window")
-	ErrReplay    = errors.New("announcement was already seen (replay)")
+	ErrUnsigned = errors.New("announcement is not signed")
+	ErrBadSig   = errors.New("announcement signature does not verify")
+	ErrStale    = errors.New("announcement timestamp is outside the accepted window")
+	ErrReplay   = errors.New("announcement was already seen (replay)")
+	// ErrDuplicate is not a rejection: the announcement was accepted a
+	// moment ago, and this is another copy of it (see DuplicateWindow).
+	ErrDuplicate = errors.New("announcement was just accepted: another copy of it")
 	ErrMalformed = errors.New("announcement signature fields are malformed")
 )
 
@@ -179,9 +182,27 @@ type Verifier struct {
 	Keys   [][]byte
 	Window time.Duration
 
-	seen map[string]time.Time // nonce → when it may be forgotten
-	last map[string]int64     // host → newest accepted timestamp
+	seen map[string]seenNonce
+	last map[string]int64 // host → newest accepted timestamp
 }
+
+// seenNonce is what the Verifier remembers of an accepted announcement.
+type seenNonce struct {
+	forget time.Time // when it may be forgotten: its timestamp is stale then
+	heard  time.Time // when it was accepted, on the local clock
+	sig    string
+}
+
+// DuplicateWindow is how long after an announcement was accepted the same
+// announcement (same nonce, same signature) is taken for another copy of it
+// rather than a replay. A publisher sends every packet on both families, and
+// a link with IPv6 (every Linux interface has a link-local address) delivers
+// each signed announcement twice, milliseconds apart: one announcement, not
+// a replay and not "unsigned", which made every healthy signed cluster raise
+// InfradnsMDNSRejections. A copy changes nothing, so it is ignored; a replay
+// inside this second could only repeat what the node itself just said. Past
+// it the nonce gives a replay away, past the Window its timestamp.
+const DuplicateWindow = time.Second
 
 // DefaultWindow bounds clock skew between nodes plus delivery time; a replay
 // older than this is refused on its timestamp alone.
@@ -193,11 +214,13 @@ const maxNonces = 1 << 16
 
 // NewVerifier returns a Verifier accepting any of keys.
 func NewVerifier(keys ...[]byte) *Verifier {
-	return &Verifier{Keys: keys, Window: DefaultWindow, seen: map[string]time.Time{}, last: map[string]int64{}}
+	return &Verifier{Keys: keys, Window: DefaultWindow, seen: map[string]seenNonce{}, last: map[string]int64{}}
 }
 
 // Check verifies the signature fields of a TXT record (parsed into fields)
 // for s (whose TS and Nonce it fills in) and records the nonce when accepted.
+// ErrDuplicate says that the announcement was accepted within the last
+// DuplicateWindow: the caller ignores it, as neither accepted nor rejected.
 func (v *Verifier) Check(now time.Time, s Signed, fields map[string]string) error {
 	sig, hasSig := fields[txtSig]
 	tsText, hasTS := fields[txtTime]
@@ -218,7 +241,10 @@ func (v *Verifier) Check(now time.Time, s Signed, fields map[string]string) erro
 		return ErrStale
 	}
 	v.forget(now)
-	if _, ok := v.seen[nonce]; ok {
+	if seen, ok := v.seen[nonce]; ok {
+		if seen.sig == sig && now.Sub(seen.heard) <= DuplicateWindow {
+			return ErrDuplicate
+		}
 		return ErrReplay
 	}
 	host := lower(s.Host)
@@ -228,14 +254,14 @@ func (v *Verifier) Check(now time.Time, s Signed, fields map[string]string) erro
 	if len(v.seen) >= maxNonces {
 		return ErrReplay
 	}
-	v.seen[nonce] = at.Add(v.Window)
+	v.seen[nonce] = seenNonce{forget: at.Add(v.Window), heard: now, sig: sig}
 	v.last[host] = ts
 	return nil
 }
 
 func (v *Verifier) forget(now time.Time) {
 	for n, t := range v.seen {
-		if now.After(t) {
+		if now.After(t.forget) {
 			delete(v.seen, n)
 		}
 	}

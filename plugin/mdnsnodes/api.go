@@ -51,11 +51,20 @@ func apiIndex(nodes []cluster.Node, reserved []string, vips []netip.Addr) map[st
 }
 
 // merge returns what is served: every label either source knows. A label
-// both know takes its whole answer from mDNS: the node's own announcement,
-// possibly signed, follows an address change within a second, while the
-// kubelet updates the Node's addresses later. Neither input is modified; the
-// result may share heard.
-func merge(heard *nodeIndex, api map[string]records.Set) *nodeIndex {
+// both know takes its whole answer from one of them:
+//
+//   - signed (the plugin has a key: every announcement heard was signed by a
+//     key holder, a node): from mDNS. The node's own announcement follows an
+//     address change within a second, while the kubelet updates the Node's
+//     addresses later.
+//   - unsigned (no key): from the API. Any host on the link can announce
+//     any name; the API's Node is what the cluster itself registered, so a
+//     forged announcement must not override it. mDNS still serves the names
+//     the API does not know (before the API is up, a node that has not
+//     registered yet).
+//
+// Neither input is modified; the result may share heard.
+func merge(heard *nodeIndex, api map[string]records.Set, signed bool) *nodeIndex {
 	if len(api) == 0 {
 		if heard == nil {
 			return &nodeIndex{}
@@ -63,13 +72,16 @@ func merge(heard *nodeIndex, api map[string]records.Set) *nodeIndex {
 		return heard
 	}
 	out := &nodeIndex{nodes: make(map[string]records.Set, heard.Len()+len(api))}
-	for l, s := range api {
-		out.nodes[l] = s
-	}
 	if heard != nil {
 		for l, s := range heard.nodes {
 			out.nodes[l] = s
 		}
+	}
+	for l, s := range api {
+		if _, both := out.nodes[l]; both && signed {
+			continue
+		}
+		out.nodes[l] = s
 	}
 	return out
 }
@@ -83,7 +95,7 @@ func (m *MDNSNodes) publish() {
 	if p := m.api.Load(); p != nil {
 		api = *p
 	}
-	ix := merge(heard, api)
+	ix := merge(heard, api, m.signed())
 	m.index.Store(ix)
 
 	server := m.zonesLabel()

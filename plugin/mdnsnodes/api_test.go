@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -62,6 +64,9 @@ func TestMerge(t *testing.T) {
 		nodes []cluster.Node
 		want  map[string]records.Set
 		api   int // labels apiIndex keeps
+		// signed: the plugin has a key, so every announcement heard was
+		// signed by a node.
+		signed bool
 	}{
 		{name: "nothing", want: map[string]records.Set{}},
 		{name: "mDNS only",
@@ -70,10 +75,21 @@ func TestMerge(t *testing.T) {
 		{name: "API only",
 			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11")}},
 			want:  map[string]records.Set{"master-0": set("198.51.100.11")}, api: 1},
-		{name: "both, other addresses: mDNS wins the whole answer",
+		{name: "both, other addresses, signed: mDNS wins the whole answer",
 			heard: map[string]records.Set{"master-0": set("198.51.100.12")},
 			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11", "2001:db8:1::11")}},
-			want:  map[string]records.Set{"master-0": set("198.51.100.12")}, api: 1},
+			want:  map[string]records.Set{"master-0": set("198.51.100.12")}, api: 1, signed: true},
+		// Without a key anyone on the link can announce master-0: the
+		// Node the cluster registered wins, mDNS keeps the names the API
+		// does not know.
+		{name: "both, other addresses, unsigned: the API wins the whole answer",
+			heard: map[string]records.Set{"master-0": set("198.51.100.12"), "master-1": set("198.51.100.13")},
+			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11", "2001:db8:1::11")}},
+			want:  map[string]records.Set{"master-0": set("198.51.100.11", "2001:db8:1::11"), "master-1": set("198.51.100.13")}, api: 1},
+		{name: "both, each with its own nodes, signed",
+			heard: map[string]records.Set{"master-0": set("198.51.100.11")},
+			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11")}, {Name: "worker-0", Addresses: addrs("198.51.100.21")}},
+			want:  map[string]records.Set{"master-0": set("198.51.100.11"), "worker-0": set("198.51.100.21")}, api: 2, signed: true},
 		{name: "both, each with its own nodes",
 			heard: map[string]records.Set{"master-0": set("198.51.100.11")},
 			nodes: []cluster.Node{{Name: "master-0", Addresses: addrs("198.51.100.11")}, {Name: "worker-0", Addresses: addrs("198.51.100.21")}},
@@ -135,7 +151,7 @@ func TestMerge(t *testing.T) {
 			if len(api) != tc.api {
 				t.Errorf("apiIndex kept %d labels %v, want %d", len(api), api, tc.api)
 			}
-			got := merge(heard, api)
+			got := merge(heard, api, tc.signed)
 			if got == nil {
 				t.Fatal("merge returned nil")
 			}
@@ -284,63 +300,91 @@ func TestAPIWatch(t *testing.T) {
 	}
 }
 
-// TestAPIAndMDNS checks the merge at the plugin: what mDNS hears wins for a
-// name it knows, the API fills in the rest, and a name mDNS stops hearing
-// falls back to the API's addresses.
+// TestAPIAndMDNS checks the merge at the plugin. With a key (what mDNS
+// serves was signed by a node) what mDNS hears wins for a name it knows;
+// without one the API's Node wins, since any host on the link could have
+// announced it. Either way the API fills in the names mDNS does not know and
+// mDNS the names the API does not know, and a name mDNS stops hearing falls
+// back to the API's addresses.
 func TestAPIAndMDNS(t *testing.T) {
-	ctx := context.Background()
-	c := fake.NewClientset(apiNode("master-0", "198.51.100.11"), apiNode("worker-0", "198.51.100.21"))
-	m := startAPI(t, apiCorefile(t, ""), c)
-	eventually(t, m, "worker-0.ocp4.example.com.", dns.TypeA, "NOERROR 198.51.100.21")
+	for _, tc := range []struct {
+		name   string
+		signed bool
+		// What master-0 (moved, announced at .12; its Node says .11) and
+		// master-1 (announced at .13, then created as a Node at .99) answer.
+		master0, master1 string
+	}{
+		{"signed: mDNS wins", true, "NOERROR 198.51.100.12", "NOERROR 198.51.100.13"},
+		{"unsigned: the API wins", false, "NOERROR 198.51.100.11", "NOERROR 198.51.100.99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			extra := ""
+			if tc.signed {
+				key := filepath.Join(t.TempDir(), "mdns.key")
+				if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				extra = " key " + key + "\n"
+			}
+			c := fake.NewClientset(apiNode("master-0", "198.51.100.11"), apiNode("worker-0", "198.51.100.21"))
+			m := startAPI(t, apiCorefile(t, extra), c)
+			if m.signed() != tc.signed {
+				t.Fatalf("signed() = %v, want %v", m.signed(), tc.signed)
+			}
+			eventually(t, m, "worker-0.ocp4.example.com.", dns.TypeA, "NOERROR 198.51.100.21")
 
-	// What the browser's OnHeard does: master-0 has moved and announced it,
-	// master-1 is not (yet) a Node.
-	hear := func(nodes map[string]records.Set) {
-		m.heard.Store(&nodeIndex{nodes: nodes})
-		m.publish()
-	}
-	hear(map[string]records.Set{"master-0": set("198.51.100.12"), "master-1": set("198.51.100.13")})
-	for name, want := range map[string]string{"master-0": "NOERROR 198.51.100.12", "master-1": "NOERROR 198.51.100.13", "worker-0": "NOERROR 198.51.100.21"} {
-		if g := got(answer(t, m, name+".ocp4.example.com.", dns.TypeA)); g != want {
-			t.Errorf("%s: %q, want %q", name, g, want)
-		}
-	}
+			// What the browser's OnHeard does: master-0 has moved and announced it,
+			// master-1 is not (yet) a Node.
+			hear := func(nodes map[string]records.Set) {
+				m.heard.Store(&nodeIndex{nodes: nodes})
+				m.publish()
+			}
+			hear(map[string]records.Set{"master-0": set("198.51.100.12"), "master-1": set("198.51.100.13")})
+			for name, want := range map[string]string{"master-0": tc.master0, "master-1": "NOERROR 198.51.100.13", "worker-0": "NOERROR 198.51.100.21"} {
+				if g := got(answer(t, m, name+".ocp4.example.com.", dns.TypeA)); g != want {
+					t.Errorf("%s: %q, want %q", name, g, want)
+				}
+			}
 
-	// An API change does not override what mDNS hears.
-	if _, err := c.CoreV1().Nodes().Create(ctx, apiNode("master-1", "198.51.100.99"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.CoreV1().Nodes().Delete(ctx, "master-0", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if api := m.api.Load(); api != nil && len(*api) == 2 && (*api)["master-1"].V4 != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("The API change did not arrive")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	for name, want := range map[string]string{"master-0": "NOERROR 198.51.100.12", "master-1": "NOERROR 198.51.100.13"} {
-		if g := got(answer(t, m, name+".ocp4.example.com.", dns.TypeA)); g != want {
-			t.Errorf("%s after the API change: %q, want %q (mDNS wins)", name, g, want)
-		}
-	}
+			// An API change: master-1 becomes a Node, master-0's is deleted.
+			if _, err := c.CoreV1().Nodes().Create(ctx, apiNode("master-1", "198.51.100.99"), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.CoreV1().Nodes().Delete(ctx, "master-0", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if api := m.api.Load(); api != nil && len(*api) == 2 && (*api)["master-1"].V4 != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("The API change did not arrive")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			// master-0 is still heard: served from mDNS either way.
+			for name, want := range map[string]string{"master-0": "NOERROR 198.51.100.12", "master-1": tc.master1} {
+				if g := got(answer(t, m, name+".ocp4.example.com.", dns.TypeA)); g != want {
+					t.Errorf("%s after the API change: %q, want %q", name, g, want)
+				}
+			}
 
-	// mDNS hears goodbyes: master-1 falls back to the API, master-0 is gone from both.
-	hear(map[string]records.Set{})
-	for name, want := range map[string]string{"master-0": "NXDOMAIN", "master-1": "NOERROR 198.51.100.99", "worker-0": "NOERROR 198.51.100.21"} {
-		if g := got(answer(t, m, name+".ocp4.example.com.", dns.TypeA)); g != want {
-			t.Errorf("%s after the goodbyes: %q, want %q", name, g, want)
-		}
-	}
-	if g := testutil.ToFloat64(sourceNodes.WithLabelValues(m.zonesLabel(), sourceAPI)); g != 2 {
-		t.Errorf("source_nodes{source=api} = %v, want 2", g)
-	}
-	if g := testutil.ToFloat64(nodes.WithLabelValues(m.zonesLabel())); g != 2 {
-		t.Errorf("nodes = %v, want 2", g)
+			// mDNS hears goodbyes: master-1 falls back to the API, master-0 is gone from both.
+			hear(map[string]records.Set{})
+			for name, want := range map[string]string{"master-0": "NXDOMAIN", "master-1": "NOERROR 198.51.100.99", "worker-0": "NOERROR 198.51.100.21"} {
+				if g := got(answer(t, m, name+".ocp4.example.com.", dns.TypeA)); g != want {
+					t.Errorf("%s after the goodbyes: %q, want %q", name, g, want)
+				}
+			}
+			if g := testutil.ToFloat64(sourceNodes.WithLabelValues(m.zonesLabel(), sourceAPI)); g != 2 {
+				t.Errorf("source_nodes{source=api} = %v, want 2", g)
+			}
+			if g := testutil.ToFloat64(nodes.WithLabelValues(m.zonesLabel())); g != 2 {
+				t.Errorf("nodes = %v, want 2", g)
+			}
+		})
 	}
 }
 

@@ -74,7 +74,7 @@ func TestNodeIndexNil(t *testing.T) {
 func TestLookupAllocs(t *testing.T) {
 	m := New()
 	heard := heardIndex(mdns.Heard{Hosts: []mdns.HeardHost{heardHost("master-0", "198.51.100.11")}})
-	m.index.Store(merge(heard, map[string]records.Set{"worker-0": set("198.51.100.21")}))
+	m.index.Store(merge(heard, map[string]records.Set{"worker-0": set("198.51.100.21")}, false))
 	for _, l := range []string{"master-0", "worker-0", "master-9"} {
 		if n := testing.AllocsPerRun(100, func() { m.index.Load().Lookup(l) }); n != 0 {
 			t.Errorf("Lookup(%q): %v allocations, want 0", l, n)

@@ -175,6 +175,10 @@ func (m *MDNSNodes) Start() error {
 // (kubeconfig alone) the API is the only one.
 func (m *MDNSNodes) listens() bool { return m.iface != "" || m.bind.IsValid() }
 
+// signed reports whether what mDNS serves is signed: with a key, every
+// unsigned announcement is refused.
+func (m *MDNSNodes) signed() bool { return m.keyFile != "" }
+
 // watches reports whether the API is a source.
 func (m *MDNSNodes) watches() bool { return m.kubeconfig != "" }
 

@@ -253,6 +253,33 @@ upstreams: [198.51.100.53]
 			}
 		}
 	}
+
+	// Last, as it renumbers a node: the API VIP's holder gets a new address
+	// (DHCP hands out another: NetworkManager adds it, then deletes the old
+	// one), so `ip` lists keepalived's VIP, added before it, first. The
+	// dispatcher, run again as NetworkManager does then, must name the
+	// node's new address, and the VIP once (it named the VIP twice).
+	holder = nodes[waitOneHolder(t, labNodes, bootAPIVIP)]
+	if err := holder.n.ReplaceAddr(netip.PrefixFrom(holder.n.IPv4, 24), netip.PrefixFrom(lab.Host4(150), 24)); err != nil {
+		t.Fatal(err)
+	}
+	lab.Eventually(t, bootBound, 100*time.Millisecond, holder.n.Name+" lists the VIP before its new address", func() error {
+		addrs, err := holder.n.Addrs()
+		if err != nil {
+			return err
+		}
+		for _, p := range addrs {
+			switch p.Addr() {
+			case bootAPIVIP:
+				return nil
+			case holder.n.IPv4:
+				return fmt.Errorf("addresses %v", addrs)
+			}
+		}
+		return fmt.Errorf("addresses %v", addrs)
+	})
+	runDispatcher(ctx, t, holder, site.IPv4)
+	t.Logf("%s renumbered to %s while holding %s: resolv.conf names it first, the VIP once", holder.n.Name, holder.n.IPv4, bootAPIVIP)
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -315,8 +342,8 @@ func runDispatcher(ctx context.Context, t *testing.T, bn *bootNode, site netip.A
 			ns = append(ns, f[1])
 		}
 	}
-	if len(ns) == 0 || ns[0] != bn.n.IPv4.String() || slices.Contains(ns, "127.0.0.53") {
-		t.Fatalf("%s: resolv.conf nameservers %v, want %s first and no 127.0.0.53:\n%s", bn.n.Name, ns, bn.n.IPv4, resolv)
+	if len(ns) == 0 || ns[0] != bn.n.IPv4.String() || slices.Contains(ns, "127.0.0.53") || len(slices.Compact(slices.Sorted(slices.Values(ns)))) != len(ns) {
+		t.Fatalf("%s: resolv.conf nameservers %v, want %s first, each once, and no 127.0.0.53:\n%s", bn.n.Name, ns, bn.n.IPv4, resolv)
 	}
 	fwd, err := os.ReadFile(r(nodecfg.ForwardConf))
 	if err != nil {

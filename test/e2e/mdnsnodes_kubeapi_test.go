@@ -8,6 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -314,4 +318,86 @@ func mnkLogDurations(t *testing.T, what string, ds []time.Duration) {
 	}
 	t.Logf("measure: %s over %d: min %v median %v max %v (ms, in order: %s)", what, len(s),
 		s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond), strings.Join(all, " "))
+}
+
+// TestMDNSNodesUnsignedVsAPI runs a resolver with both sources and no key
+// (mdnsnodes with interface and kubeconfig, against a real kube-apiserver
+// on the lab link) beside a host that forges unsigned announcements. A
+// forged announcement of a name the API knows must not take the Node's
+// name over: the Node's InternalIP stays the answer. A name the API does not
+// know is served from what mDNS hears: the control that the forged packets
+// arrive and are taken where the API says nothing.
+func TestMDNSNodesUnsignedVsAPI(t *testing.T) {
+	l := lab.New(t, lab.Config{Prefix: "mnkforge", Nodes: 2, TeardownGrace: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	observer, rogueNode := l.Nodes()[0], l.Nodes()[1]
+	c := startLabKube(t, l)
+	// A Node the API knows and no publisher announces (a node on another
+	// link, or whose publisher is down): what the forger goes for.
+	nodeAddr, forged, control := lab.Host4(150), lab.Host4(166), lab.Host4(167)
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, mnkNode("worker-api", nodeAddr.String()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rogue := filepath.Join(t.TempDir(), "rogue")
+	if out, err := exec.Command("go", "build", "-o", rogue, lab.Path(t, "test/e2e/internal/rogue")).CombinedOutput(); err != nil {
+		t.Fatalf("build rogue: %v\n%s", err, out)
+	}
+	const promPort = 9153
+	corefile := filepath.Join(t.TempDir(), "Corefile")
+	if err := os.WriteFile(corefile, []byte(fmt.Sprintf(`.:53 {
+    prometheus :%d
+    ready :%d
+    mdnsnodes {
+        zone %s
+        cluster ocp4
+        interface eth0
+        kubeconfig %s
+    }
+}
+`, promPort, readyPort, domain, c.Kubeconfig)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startMDNSResolvers(t, []*lab.Node{observer}, "coredns", corefile, readyPort)
+	obs := []*lab.Node{observer}
+	if _, err := mdnsWaitAll(ctx, time.Now(), obs, 53, mdnsName("worker-api"), "A", mdnsExactly(nodeAddr)); err != nil {
+		t.Fatalf("worker-api not served from the API: %v", err)
+	}
+
+	for _, a := range []struct {
+		host string
+		addr netip.Addr
+	}{{"worker-api", forged}, {"rogue-new", control}} {
+		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		res, err := rogueNode.Run(rctx, rogue, "-mode", "announce", "-host", a.host, "-addr", a.addr.String())
+		rcancel()
+		if err != nil {
+			t.Fatalf("rogue announce %s: %v\n%s", a.host, err, res.Stdout)
+		}
+	}
+	if _, err := mdnsWaitAll(ctx, time.Now(), obs, 53, mdnsName("rogue-new"), "A", mdnsExactly(control)); err != nil {
+		t.Fatalf("Control: the unsigned rogue-new, a name the API does not know, is not served: %v", err)
+	}
+	// mDNS holds both forged names: the merge, not the cache, decides.
+	heard := regexp.MustCompile(`(?m)^coredns_mdnsnodes_source_nodes\{source="mdns",zones="[^"]*"\} (\S+)$`)
+	lab.Eventually(t, mdnsBound, 50*time.Millisecond, "the resolver's mDNS source holds both forged names", func() error {
+		body, err := observer.HTTPGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", promPort))
+		if err != nil {
+			return err
+		}
+		if m := heard.FindStringSubmatch(body); m == nil || m[1] != "2" {
+			return fmt.Errorf("source_nodes{source=mdns}: %v", m)
+		}
+		return nil
+	})
+	qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer qcancel()
+	a, err := mdnsLookup(qctx, observer, 53, mdnsName("worker-api"), "A")
+	if err == nil {
+		err = mdnsExactly(nodeAddr)(a)
+	}
+	if err != nil {
+		t.Fatalf("worker-api after an unsigned announcement of it at %v (the Node says %v): %v", forged, nodeAddr, err)
+	}
+	t.Logf("An unsigned announcement of worker-api at %v is heard; the Node's %v is served", forged, nodeAddr)
 }
