@@ -396,8 +396,9 @@ var controlPlaneLabels = []string{"node-role.kubernetes.io/control-plane", "node
 const LabelExcludeFromLB = "node.kubernetes.io/exclude-from-external-load-balancers"
 
 // ToNode cuts a Node down to what the render needs: its InternalIP
-// addresses and whether it is in the control plane. Values that fail the
-// checks of toNode are left out silently; the watcher reports them.
+// addresses, whether it is in the control plane and whether it is drained.
+// Values that fail the checks of toNode are left out silently; the watcher
+// reports them.
 func ToNode(n *corev1.Node) cluster.Node {
 	node, _ := toNode(n, func(Drop) {})
 	return node
@@ -407,6 +408,15 @@ func ToNode(n *corev1.Node) cluster.Node {
 // left out whole (false), an address that is no plain unicast address (an
 // IPv6 zone can carry any text, newlines included) is left out alone.
 func toNode(n *corev1.Node, drop func(Drop)) (cluster.Node, bool) {
+	var trimmed corev1.Node
+	trimNode(&trimmed, n)
+	return fromTrimmed(&trimmed, drop)
+}
+
+// fromTrimmed is toNode's conversion. It is given the Node as trimNode
+// leaves it, never the one the API sent, so it cannot read what the
+// store's transform drops.
+func fromTrimmed(n *corev1.Node, drop func(Drop)) (cluster.Node, bool) {
 	if err := cluster.CheckNodeName(n.Name); err != nil {
 		drop(Drop{Object: "Node", Field: "name", Value: n.Name, Reason: ReasonName})
 		return cluster.Node{}, false

@@ -63,8 +63,14 @@ var (
 // hands over, and how many.
 func watch(t *testing.T, c *fake.Clientset, o kube.Options) (<-chan cluster.Snapshot, *atomic.Int32, *kube.Watcher) {
 	t.Helper()
+	return watchClient(t, kubefake.FromClientset(c), o)
+}
+
+// watchClient is watch on any kube.Client.
+func watchClient(t *testing.T, c kube.Client, o kube.Options) (<-chan cluster.Snapshot, *atomic.Int32, *kube.Watcher) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := kube.New(kubefake.FromClientset(c), o)
+	w := kube.New(c, o)
 	out := make(chan cluster.Snapshot, 100)
 	var calls atomic.Int32
 	done := make(chan error, 1)

@@ -20,6 +20,12 @@ type HolderLease struct {
 	Namespace string
 	// Duration is the lease duration written; renew well inside it.
 	Duration time.Duration
+	// Timeout bounds one Renew, its read and its write together. Without
+	// one, an API server (or a proxy, or a half-open connection) that
+	// accepts a request and never answers holds the caller forever: the
+	// client has no timeout of its own, since one on the client would cut
+	// its watches too.
+	Timeout time.Duration
 	// Labels and Annotations are added to the Lease's own (LeaseLabels,
 	// AnnotationVIP): what `infradns status` selects and prints.
 	Labels, Annotations map[string]string
@@ -41,6 +47,11 @@ const (
 
 // Renew writes that identity holds the lease name since the given time.
 func (h HolderLease) Renew(ctx context.Context, name, identity string, since time.Time) error {
+	if h.Timeout <= 0 {
+		return fmt.Errorf("lease %s/%s: no renewal timeout", h.Namespace, name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	defer cancel()
 	leases := h.Client.Leases(h.Namespace)
 	now := metav1.NewMicroTime(time.Now())
 	acquired := metav1.NewMicroTime(since)

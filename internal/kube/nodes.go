@@ -69,7 +69,7 @@ func newNodeStore(changed func(), drop func(Drop)) *nodeStore {
 // Transformer trims in the reflector's own temporary store too (the
 // watch-list stream keeps every object until the initial state is complete),
 // so a full Node never outlives its decoding.
-func (s *nodeStore) Transformer() cache.TransformFunc { return trimNode }
+func (s *nodeStore) Transformer() cache.TransformFunc { return transformNode }
 
 func (s *nodeStore) Add(obj any) error    { s.put(obj); return nil }
 func (s *nodeStore) Update(obj any) error { s.put(obj); return nil }
@@ -173,18 +173,26 @@ func sameNode(a, b cluster.Node) bool {
 	return a.Name == b.Name && a.ControlPlane == b.ControlPlane && a.Excluded == b.Excluded && slices.Equal(a.Addresses, b.Addresses)
 }
 
-// trimNode keeps what toNode reads: the name, the control-plane labels and
-// the InternalIP addresses.
-func trimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil // a DeletedFinalStateUnknown tombstone
-	}
-	out := &corev1.Node{
+// modelLabels are the labels of a Node the model reads: the control-plane
+// roles and the drain label.
+var modelLabels = append(slices.Clone(controlPlaneLabels), LabelExcludeFromLB)
+
+// trimNode is the one place that says what the model reads of a Node: it
+// sets out to n's name, the modelLabels n carries and its InternalIP
+// addresses (and the identity the reflector's stores key and order on). It
+// is the Node store's transform, which only the watch-list sync and relists
+// pass through, and toNode reads a Node only through it: a field toNode
+// needs and trimNode drops is then missing on every path, where the first
+// test of it fails, not on the watch-list path alone. (When it was missing
+// there alone, a drained node was seen as not drained after every restart
+// and relist.) out is the caller's so that toNode's stays on the stack: a
+// heartbeat costs no 1 KB Node.
+func trimNode(out, n *corev1.Node) {
+	*out = corev1.Node{
 		TypeMeta:   n.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion},
 	}
-	for _, l := range controlPlaneLabels {
+	for _, l := range modelLabels {
 		if v, ok := n.Labels[l]; ok {
 			if out.Labels == nil {
 				out.Labels = map[string]string{}
@@ -197,6 +205,16 @@ func trimNode(obj any) (any, error) {
 			out.Status.Addresses = append(out.Status.Addresses, a)
 		}
 	}
+}
+
+// transformNode is trimNode as the store's cache.TransformFunc.
+func transformNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil // a DeletedFinalStateUnknown tombstone
+	}
+	out := new(corev1.Node)
+	trimNode(out, n)
 	return out, nil
 }
 

@@ -14,10 +14,16 @@ import (
 )
 
 // Lease timing: renewed every leaseRenew while held, so a dead holder's
-// lease shows expired after leaseDuration.
+// lease shows expired after leaseDuration. A renewal that fails is tried
+// again at the next tick (1 s), and one that the API never answers gives up
+// after leaseTimeout: the loop renews every held VIP in turn and also keeps
+// vip_held current, so with an API that hangs, a round over four VIPs takes
+// 1 + 4×2 s and each lease is still tried twice in the 20 s between the
+// renewal being due and the lease expiring.
 const (
 	leaseRenew    = 10 * time.Second
 	leaseDuration = 30 * time.Second
+	leaseTimeout  = 2 * time.Second
 )
 
 // vipStatus reports which VIPs this node holds: the vip_held metric every
@@ -95,7 +101,7 @@ func (v *vipStatus) run(ctx context.Context) {
 				if v.namespace == "" || c == nil || now.Sub(renewed[x.addr]) < leaseRenew {
 					continue
 				}
-				h := kube.HolderLease{Client: *c, Namespace: v.namespace, Duration: leaseDuration}
+				h := kube.HolderLease{Client: *c, Namespace: v.namespace, Duration: leaseDuration, Timeout: leaseTimeout}
 				h.Labels, h.Annotations = v.leaseMeta(x)
 				if err := h.Renew(ctx, x.lease, v.model.NodeName(), since[x.addr]); err != nil {
 					log.Warningf("vip status: %v", err)

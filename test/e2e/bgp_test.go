@@ -634,7 +634,9 @@ func bgpQuiet(t *testing.T) time.Duration {
 // embedded speaker, one handing its routes to FRR on the node through
 // kernel table 198), then with BIRD as the ToR: ECMP over every node, a
 // crash, a silent link failure (BFD), a dead haproxy (health) and a
-// graceful stop, each measured at the ToR and by a client.
+// graceful stop, each measured at the ToR and by a client; fed by the API,
+// a drain, and a drained node that stays drained across restarts of its
+// lbconfig and of the API server.
 func TestBGPVIPs(t *testing.T) {
 	t.Run("frr", func(t *testing.T) {
 		b := startBGPLab(t, "frr", 2, false)
@@ -676,19 +678,117 @@ func TestBGPVIPs(t *testing.T) {
 			}
 		}
 		b.run(b.drain(), bgpRounds(t))
+		b.drainAcrossRestarts(1)
 	})
+}
+
+// How long a drained node is watched for announcing again after its
+// lbconfig rendered from the first listing (with the drain label lost, it
+// announced 1.7 s later in the lab) and after the API server came back (its
+// reflectors reconnect within 7.5 s, the reconnect backoff's cap with
+// jitter; with the label lost in the relist, it announced 3.5 s later).
+const (
+	bgpDrainRestartWindow = 5 * time.Second
+	bgpDrainRelistWindow  = 10 * time.Second
+)
+
+// drainAcrossRestarts drains node i (the admin's label) and then restarts
+// its lbconfig, and the API server (every lbconfig's reflectors list
+// again): a drained node must stay drained however lbconfig learns the
+// Nodes. client-go's watch-list (its default) once passed the first listing
+// and every relist through a transform that dropped the drain label, and a
+// drained node announced the VIPs again at each.
+func (b *bgpLab) drainAcrossRestarts(i int) {
+	t := b.t
+	t.Helper()
+	bn := b.nodes[i]
+	ingress := netip.PrefixFrom(bgpIngressVIP, 32)
+	t0 := time.Now()
+	labelExcluded(t, b.kube, bn.n.Name, true)
+	drop := b.waitDrop("drained "+bn.n.Name+": API VIP route withdrawn", t0, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), bgpRouteBound)
+	defer cancel()
+	if hs, err := b.tor.WaitNextHops(ctx, ingress, 2); err != nil {
+		t.Fatalf("drained %s: ingress VIP next hops %v: %v", bn.n.Name, hs, err)
+	}
+
+	// notBack samples the ToR for d: node i may be a next hop of neither
+	// VIP.
+	notBack := func(what string, d time.Duration) {
+		t.Helper()
+		samples, start := 0, time.Now()
+		for end := start.Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			for _, p := range []netip.Prefix{bgpPrefix(), ingress} {
+				hs, err := b.tor.NextHops(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.Contains(hs, bn.n.IPv4) {
+					t.Fatalf("%s: drained %s announces %s again %d ms later (next hops %v)\n%s", what, bn.n.Name, p, time.Since(start).Milliseconds(), hs, lab.Tail(bn.coredns.LogPath, 20))
+				}
+			}
+			samples++
+		}
+		t.Logf("drained %s, %s: not a next hop of either VIP in %d samples over %v", bn.n.Name, what, samples, d)
+	}
+
+	// Its lbconfig restarts: the first listing.
+	if err := bn.coredns.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stopCancel()
+	_ = bn.coredns.Wait(stopCtx)
+	t1 := time.Now()
+	b.startCoreDNS(i)
+	lab.Eventually(t, 30*time.Second, 50*time.Millisecond, "restarted lbconfig on "+bn.n.Name+" rendered from the API", func() error {
+		if err := running(bn.coredns); err != nil {
+			return err
+		}
+		r, err := b.readMetric(i, "coredns_lbconfig_renders_total")
+		if err != nil {
+			return err
+		}
+		if r == "" || r == "0" {
+			return fmt.Errorf("renders_total %q", r)
+		}
+		return nil
+	})
+	rendered := time.Since(t1)
+	notBack("lbconfig restarted", bgpDrainRestartWindow)
+
+	// The API server restarts: every reflector lists again.
+	t2 := time.Now()
+	b.kube.Restart()
+	apiBack := time.Since(t2)
+	notBack("API server restarted", bgpDrainRelistWindow)
+
+	t3 := time.Now()
+	labelExcluded(t, b.kube, bn.n.Name, false)
+	b.waitNextHops(bn.n.Name+" undrained", 3)
+	t.Logf("drain across restarts on %s: withdrawn %d ms after the label; restarted lbconfig rendered after %d ms; API server back after %d ms; a next hop again %d ms after the label came off",
+		bn.n.Name, drop.Milliseconds(), rendered.Milliseconds(), apiBack.Milliseconds(), time.Since(t3).Milliseconds())
 }
 
 // metric reads one series from node i's lbconfig metrics.
 func (b *bgpLab) metric(i int, series string) string {
+	v, err := b.readMetric(i, series)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return v
+}
+
+// readMetric is metric for a node whose lbconfig may not serve yet.
+func (b *bgpLab) readMetric(i int, series string) (string, error) {
 	res, err := b.nodes[i].n.Run(context.Background(), "curl", "-s", "http://127.0.0.1:9155/metrics")
 	if err != nil {
-		b.t.Fatalf("metrics of %s: %v", b.nodes[i].n.Name, err)
+		return "", fmt.Errorf("metrics of %s: %w", b.nodes[i].n.Name, err)
 	}
 	for _, l := range strings.Split(res.Stdout, "\n") {
 		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			return v
+			return v, nil
 		}
 	}
-	return ""
+	return "", nil
 }

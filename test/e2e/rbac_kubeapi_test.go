@@ -210,7 +210,7 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 
 	// The status Leases, written as plugin/lbconfig/status.go writes them:
 	// created by the first holder, updated by the next (a transition).
-	hl := kube.HolderLease{Client: client, Namespace: rbacStatusLeaseNS, Duration: 30 * time.Second}
+	hl := kube.HolderLease{Client: client, Namespace: rbacStatusLeaseNS, Duration: 30 * time.Second, Timeout: 10 * time.Second}
 	since := time.Now()
 	for _, step := range []struct{ lease, holder string }{
 		{"ocp4-api-vip-v4", "master-0"},
@@ -279,7 +279,7 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 			return err
 		})
 		forbidden("update Lease kube-system/"+name+" through HolderLease", func() error {
-			return errors.Unwrap(kube.HolderLease{Client: client, Namespace: "kube-system", Duration: time.Minute}.Renew(ctx, name, "worker-0", since))
+			return errors.Unwrap(kube.HolderLease{Client: client, Namespace: "kube-system", Duration: time.Minute, Timeout: 10 * time.Second}.Renew(ctx, name, "worker-0", since))
 		})
 		forbidden("delete Lease kube-system/"+name, func() error {
 			return as.CoordinationV1().Leases("kube-system").Delete(ctx, name, metav1.DeleteOptions{})
