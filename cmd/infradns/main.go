@@ -31,7 +31,7 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
   render-node -f CLUSTER.yaml -o ROOT [-role ROLE] [-node NAME] [-dry-run]
         a node's static pods, Corefile and resolver wiring, checked and
         written atomically under ROOT (/ on the node); safe to run again
-  render -f CLUSTER.yaml [-role ROLE] [-node NAME] [-keepalived FILE] [-haproxy FILE] [-validate]
+  render -f CLUSTER.yaml [-role ROLE] [-node NAME] [-keepalived FILE|-] [-haproxy FILE|-] [-validate]
         the keepalived and haproxy configuration a control-plane or
         bootstrap node starts with, before the API lists anything
   vr-ids CLUSTER [-ingress-vips N] | vr-ids -f CLUSTER.yaml

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const example = "../../deploy/cluster.example.yaml"
@@ -162,6 +164,76 @@ func TestRender(t *testing.T) {
 	err = run(context.Background(), []string{"render", "-f", example, "-role", "worker", "-node", "w"}, &out)
 	if err == nil || !strings.Contains(err.Error(), "a worker renders nothing") {
 		t.Errorf("worker: %v", err)
+	}
+}
+
+// TestRenderOutputPaths: render writes regular files, or stdout for "-";
+// an existing target of another kind is refused before anything is
+// written. Before, -haproxy /dev/null as root renamed a regular file over
+// the device and -keepalived /dev/stdout into a pipe hung. Stand-ins in a
+// temporary directory (a twin of /dev/null, a pipe nobody writes to, a
+// symlink) keep a regression away from the machine's own /dev.
+func TestRenderOutputPaths(t *testing.T) {
+	dir := t.TempDir()
+	null := filepath.Join(dir, "null")
+	if err := syscall.Mknod(null, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+		t.Fatalf("mknod (the test needs root): %v", err)
+	}
+	fifo := filepath.Join(dir, "stdout")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(null, link); err != nil {
+		t.Fatal(err)
+	}
+	k := filepath.Join(dir, "keepalived.conf")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-keepalived", k, "-haproxy", null}, null + " is a character device, not a regular file"},
+		{[]string{"-keepalived", fifo, "-haproxy", "-"}, fifo + " is a named pipe, not a regular file"},
+		{[]string{"-keepalived", link}, link + " is a symlink, not a regular file"},
+		{[]string{"-haproxy", ""}, "an empty output path"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			done <- run(context.Background(), append([]string{"render", "-f", example, "-node", "master-0"}, tc.args...), &bytes.Buffer{})
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(10 * time.Second):
+			if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				_ = w.Close() // a reader blocked on the pipe: let it go
+			}
+			<-done
+			t.Errorf("%v: hung", tc.args)
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	for p, typ := range map[string]os.FileMode{null: os.ModeDevice | os.ModeCharDevice, fifo: os.ModeNamedPipe, link: os.ModeSymlink} {
+		if fi, err := os.Lstat(p); err != nil || fi.Mode().Type() != typ {
+			t.Errorf("%s: now %v (%v), want it left alone", p, fi.Mode(), err)
+		}
+	}
+	if _, err := os.Stat(k); err == nil {
+		t.Errorf("%s written although the other output was refused", k)
+	}
+	// "-" is stdout, for either file.
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"render", "-f", example, "-node", "master-0", "-keepalived", "-", "-haproxy", k}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "vrrp_instance ocp4_api_v4") || strings.Contains(out.String(), "backend ocp4_api") {
+		t.Errorf("stdout should hold keepalived.conf only:\n%s", out.String())
+	}
+	if b, err := os.ReadFile(k); err != nil || !strings.Contains(string(b), "backend ocp4_api") {
+		t.Errorf("%s: %v\n%s", k, err, b)
 	}
 }
 

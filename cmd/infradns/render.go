@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/infradns/infradns/internal/atomicfile"
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/nodecfg"
@@ -18,10 +19,10 @@ import (
 // checks and templates as lbconfig; for a look before installing, or for a
 // node that runs keepalived and haproxy without CoreDNS.
 func render(ctx context.Context, args []string, out io.Writer) error {
-	fs := flags("render", "-f CLUSTER.yaml [-role ROLE] [-node NAME] [-keepalived FILE] [-haproxy FILE] [-validate]")
+	fs := flags("render", "-f CLUSTER.yaml [-role ROLE] [-node NAME] [-keepalived FILE|-] [-haproxy FILE|-] [-validate]")
 	load := nodeFlags(fs, "control-plane or bootstrap")
-	kOut := fs.String("keepalived", "", "write keepalived.conf here (default: stdout)")
-	hOut := fs.String("haproxy", "", "write haproxy.cfg here (default: stdout)")
+	kOut := fs.String("keepalived", "-", "write keepalived.conf to this regular file (- : stdout)")
+	hOut := fs.String("haproxy", "-", "write haproxy.cfg to this regular file (- : stdout)")
 	validate := fs.Bool("validate", false, "check with keepalived -t and haproxy -c before writing")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -29,6 +30,20 @@ func render(ctx context.Context, args []string, out io.Writer) error {
 	if fs.NArg() != 0 {
 		fs.Usage()
 		return fmt.Errorf("render takes no arguments")
+	}
+	// Regular files only, checked before anything is written: renaming
+	// over /dev/null (as root) replaces the device, and reading
+	// /dev/stdout's pipe to compare blocks.
+	for _, p := range []string{*kOut, *hOut} {
+		if p == "" {
+			return fmt.Errorf("render: an empty output path: name a file, or - for stdout")
+		}
+		if p == "-" {
+			continue
+		}
+		if err := atomicfile.CheckTarget(p); err != nil {
+			return fmt.Errorf("render: %w", err)
+		}
 	}
 	f, err := load()
 	if err != nil {
@@ -69,7 +84,7 @@ func render(ctx context.Context, args []string, out io.Writer) error {
 				return err
 			}
 		}
-		if o.path == "" {
+		if o.path == "-" {
 			if _, err := out.Write(data); err != nil {
 				return err
 			}

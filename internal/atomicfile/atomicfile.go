@@ -1,38 +1,118 @@
 // Package atomicfile replaces a file so that a reader (keepalived, haproxy, a
 // person with cat) sees either the old content or the new, never a prefix, and
-// so that an unchanged content leaves the file untouched.
+// so that an unchanged content leaves the file untouched. It writes regular
+// files only: an existing target that is anything else (a device, a pipe, a
+// symlink such as /dev/stdout, a directory) is refused, never read and never
+// renamed over.
 package atomicfile
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
+
+// ErrNotRegular is wrapped by the error for a target that exists and is
+// not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// CheckTarget says whether path may be written: it does not exist, or it is
+// a regular file. It only looks (lstat): opening a device can have effects
+// of its own, and opening a pipe blocks until someone writes to it.
+func CheckTarget(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return regular(path, fi)
+}
+
+func regular(path string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	// Renaming over a symlink would replace the link, not what it names;
+	// renaming over a device node (/dev/null as root) would replace the
+	// device for every other program.
+	return fmt.Errorf("%s is %s, %w: name a file (or - for stdout where a command takes it)", path, kind(fi.Mode()), ErrNotRegular)
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
+}
+
+// ReadRegular reads path if it is a regular file: an error wrapping
+// fs.ErrNotExist when there is none, one wrapping ErrNotRegular when it is
+// something else. The open neither follows a symlink nor waits for a pipe's
+// writer, so a file swapped for one after the check is refused too.
+func ReadRegular(path string) ([]byte, error) {
+	if err := CheckTarget(path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symlink, %w", path, ErrNotRegular)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, fi); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}
 
 // WriteIfChanged writes data to path unless the file already holds exactly
 // data, and reports whether it wrote. The new content goes to a temporary
 // file in the same directory (so the rename cannot cross file systems), which
 // is synced, given the mode, and renamed over path; then the directory is
 // synced so the rename survives a crash. An existing file keeps its mode;
-// mode is used for a new file. An error before the rename leaves path as it
+// mode is used for a new file; an existing path that is not a regular file
+// is refused (ErrNotRegular) and left as it is. An error before the rename leaves path as it
 // was (false); an error syncing the directory after it comes with true: the
 // file did change, and a caller that reloads on a change must still do so
 // (reporting "not written" would make the retry find equal bytes and never
 // reload).
 func WriteIfChanged(path string, data []byte, mode fs.FileMode) (bool, error) {
-	old, err := os.ReadFile(path)
+	old, err := ReadRegular(path)
 	switch {
 	case err == nil:
 		if bytes.Equal(old, data) {
 			return false, nil
 		}
-		if fi, err := os.Stat(path); err == nil {
+		if fi, err := os.Lstat(path); err == nil {
 			mode = fi.Mode().Perm()
 		}
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, ErrNotRegular):
+		return false, fmt.Errorf("write %w", err)
 	default:
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}

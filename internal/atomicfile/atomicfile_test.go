@@ -2,8 +2,11 @@ package atomicfile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,6 +82,78 @@ func TestWriteIfChangedFailureKeepsOld(t *testing.T) {
 		t.Errorf("Target changed after a failed write: %v %v", fi, err)
 	}
 	assertNoTemp(t, dir, 2)
+}
+
+// TestWriteIfChangedRefusesNonRegular: a target that exists and is not a
+// regular file is refused and left as it was. Before, `infradns render
+// -haproxy /dev/null` as root renamed a regular file over /dev/null, and
+// -keepalived /dev/stdout into a pipe hung reading the old content. The
+// nodes here are in a temporary directory (a twin of /dev/null made with
+// mknod), so a regression cannot break the machine's own.
+func TestWriteIfChangedRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	null := filepath.Join(dir, "null")
+	if err := syscall.Mknod(null, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+		t.Fatalf("mknod (the test needs root): %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("target\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		typ  fs.FileMode
+		want string
+	}{
+		{null, fs.ModeDevice | fs.ModeCharDevice, "is a character device"},
+		{fifo, fs.ModeNamedPipe, "is a named pipe"},
+		{link, fs.ModeSymlink, "is a symlink"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := WriteIfChanged(tc.path, []byte("new\n"), 0o644)
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Second):
+			// Blocked opening the pipe for reading: give it a writer so
+			// the goroutine ends, and fail.
+			if w, err := os.OpenFile(tc.path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				_ = w.Close()
+			}
+			<-done
+			t.Errorf("%s: WriteIfChanged hung", tc.path)
+			continue
+		}
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want ErrNotRegular (%q)", tc.path, err, tc.want)
+		}
+		fi, lerr := os.Lstat(tc.path)
+		if lerr != nil || fi.Mode().Type() != tc.typ {
+			t.Errorf("%s: now %v (%v), want it left a %v", tc.path, fi.Mode(), lerr, tc.typ)
+		}
+	}
+	assertFile(t, target, "target\n", 0o644)
+	assertNoTemp(t, dir, 4)
+	if err := CheckTarget(null); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("CheckTarget(device) = %v", err)
+	}
+	if err := CheckTarget(target); err != nil {
+		t.Errorf("CheckTarget(regular file) = %v", err)
+	}
+	if err := CheckTarget(filepath.Join(dir, "new")); err != nil {
+		t.Errorf("CheckTarget(missing) = %v", err)
+	}
 }
 
 // TestWriteIfChangedReportsReplaced: when the rename succeeded but the

@@ -3,6 +3,7 @@ package lb
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -117,10 +118,15 @@ func orDefault(s, d string) string {
 // Install puts data at path if it differs from what is there and the
 // validator accepts it, and reports whether the file changed. A rejected or
 // failed write leaves the old file in place. New files get mode 0644; an
-// existing file keeps its mode.
+// existing file keeps its mode. Only a regular file is replaced: anything
+// else at path (a device, a pipe, a symlink) is refused before validating.
 func Install(ctx context.Context, v Validator, k Kind, path string, data []byte) (bool, error) {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+	old, err := atomicfile.ReadRegular(path)
+	switch {
+	case err == nil && bytes.Equal(old, data):
 		return false, nil // validating costs ~0.1 s; an unchanged file needs none
+	case errors.Is(err, atomicfile.ErrNotRegular):
+		return false, fmt.Errorf("write %w", err)
 	}
 	if err := v.Validate(ctx, k, data); err != nil {
 		return false, err

@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/atomicfile"
 	"github.com/infradns/infradns/internal/lb/netnstest"
 )
 
@@ -104,3 +106,36 @@ func TestValidateRejectsBroken(t *testing.T) {
 		})
 	}
 }
+
+// TestInstallRefusesNonRegular: a pipe at the output is refused before
+// validating, not read (the compare with the old content would block).
+func TestInstallRefusesNonRegular(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "keepalived.conf")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Install(context.Background(), acceptAll{}, Keepalived, p, []byte("x\n"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, atomicfile.ErrNotRegular) {
+			t.Errorf("Install = %v, want ErrNotRegular", err)
+		}
+	case <-time.After(10 * time.Second):
+		if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			_ = w.Close()
+		}
+		<-done
+		t.Error("Install hung reading a named pipe")
+	}
+	if fi, err := os.Lstat(p); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("%s: %v %v, want the pipe left alone", p, fi.Mode(), err)
+	}
+}
+
+type acceptAll struct{}
+
+func (acceptAll) Validate(context.Context, Kind, []byte) error { return nil }

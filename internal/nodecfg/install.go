@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/infradns/infradns/internal/atomicfile"
+
 	"github.com/pmezard/go-difflib/difflib"
 )
 
@@ -56,7 +58,10 @@ func Plan(root string, outs []Output) ([]Change, error) {
 	for _, o := range outs {
 		want[o.Path] = true
 		c := Change{Path: o.Path, Under: under(root, o.Path), Mode: o.Mode, New: o.Data}
-		old, err := os.ReadFile(c.Under)
+		// A regular file or nothing: a device, pipe or symlink at a path
+		// render-node writes is refused, never read (a pipe would block)
+		// nor replaced.
+		old, err := atomicfile.ReadRegular(c.Under)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			c.Action = Create
@@ -78,7 +83,7 @@ func Plan(root string, outs []Output) ([]Change, error) {
 			continue
 		}
 		c := Change{Action: Remove, Path: p, Under: under(root, p)}
-		old, err := os.ReadFile(c.Under)
+		old, err := atomicfile.ReadRegular(c.Under)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -1,10 +1,13 @@
 package nodecfg
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/infradns/infradns/internal/atomicfile"
 )
@@ -114,5 +117,38 @@ func TestPlanWritesNothing(t *testing.T) {
 		if c.Path == Corefile && (!strings.HasPrefix(c.Diff(), "--- /dev/null\n+++ "+filepath.Join(root, Corefile)) || !strings.Contains(c.Diff(), "+    apiint 192.0.2.5 2001:db8::5 {")) {
 			t.Errorf("Corefile diff:\n%s", c.Diff())
 		}
+	}
+}
+
+// TestPlanRefusesNonRegular: a pipe (or device, or symlink) where
+// render-node writes a file is refused by the plan, not read (a pipe would
+// block -dry-run forever) nor replaced.
+func TestPlanRefusesNonRegular(t *testing.T) {
+	root := t.TempDir()
+	f := exampleFile(t)
+	f.Role = Bootstrap
+	p := filepath.Join(root, Corefile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Plan(root, renderList(t, f))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, atomicfile.ErrNotRegular) || !strings.Contains(err.Error(), p+" is a named pipe") {
+			t.Errorf("Plan = %v, want %s refused as a named pipe", err, p)
+		}
+	case <-time.After(10 * time.Second):
+		if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			_ = w.Close()
+		}
+		<-done
+		t.Error("Plan hung reading a named pipe")
 	}
 }
