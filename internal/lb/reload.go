@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,29 +33,6 @@ func notRunning(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotRunning, err)
 	}
 	return err
-}
-
-// SignalPidfile sends Signal to the process whose pid is in Path:
-// keepalived reloads on SIGHUP, haproxy's master on SIGUSR2.
-type SignalPidfile struct {
-	Path   string
-	Signal syscall.Signal
-}
-
-// Reload reads the pid file and signals the process.
-func (s SignalPidfile) Reload(context.Context) error {
-	b, err := os.ReadFile(s.Path)
-	if err != nil {
-		return fmt.Errorf("reload: %w", notRunning(err))
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		return fmt.Errorf("reload: pid file %s holds %q", s.Path, bytes.TrimSpace(b))
-	}
-	if err := syscall.Kill(pid, s.Signal); err != nil {
-		return fmt.Errorf("reload: signal %v to pid %d from %s: %w", s.Signal, pid, s.Path, notRunning(err))
-	}
-	return nil
 }
 
 // MasterSocket sends "reload" to haproxy's master CLI (haproxy -W -S PATH).

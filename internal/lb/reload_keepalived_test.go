@@ -79,9 +79,27 @@ func TestKeepalivedReload(t *testing.T) {
 
 	install("192.0.2.6")
 	waitFor(t, func() (string, bool) {
-		err := SignalPidfile{Path: pidfile, Signal: syscall.SIGHUP}.Reload(ctx)
+		err := SignalPidfile{Path: pidfile, Signal: syscall.SIGHUP, Name: "keepalived"}.Reload(ctx)
 		return "pid file not written yet", err == nil
 	})
+	// The start-time rule alone (without the command line, which names
+	// the pid file here) accepts a real keepalived: it writes the file
+	// after it starts.
+	pid, written, err := readPidfile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := readProc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !namesPidfile(p.cmdline, pidfile) {
+		t.Errorf("keepalived's command line %q does not name %s", p.cmdline, pidfile)
+	}
+	p.cmdline = nil
+	if err := daemonIdentity(p, "keepalived", pidfile, written, bootTime()); err != nil {
+		t.Errorf("a real keepalived by its start time: %v", err)
+	}
 	waitFor(t, func() (string, bool) {
 		s := addrs()
 		return s, strings.Contains(s, "192.0.2.6/32") && !strings.Contains(s, "192.0.2.5/32")

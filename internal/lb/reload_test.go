@@ -82,9 +82,9 @@ func TestSignalPidfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill() }()
-	pidfile := filepath.Join(dir, "keepalived.pid")
+	pidfile := filepath.Join(dir, "sleep.pid")
 	writeTestFile(t, pidfile, strconv.Itoa(cmd.Process.Pid)+"\n")
-	if err := (SignalPidfile{Path: pidfile, Signal: syscall.SIGUSR1}).Reload(context.Background()); err != nil {
+	if err := (SignalPidfile{Path: pidfile, Signal: syscall.SIGUSR1, Name: "sleep"}).Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
@@ -93,7 +93,7 @@ func TestSignalPidfile(t *testing.T) {
 		t.Errorf("Process ended with %v, want SIGUSR1", err)
 	}
 	writeTestFile(t, pidfile, "garbage")
-	if err := (SignalPidfile{Path: pidfile, Signal: syscall.SIGHUP}).Reload(context.Background()); err == nil {
+	if err := (SignalPidfile{Path: pidfile, Signal: syscall.SIGHUP, Name: "sleep"}).Reload(context.Background()); err == nil {
 		t.Error("Expected an error for a pid file without a pid")
 	}
 }
@@ -186,6 +186,14 @@ func TestReloadNotRunning(t *testing.T) {
 	os.WriteFile(gone, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	garbage := filepath.Join(dir, "garbage.pid")
 	os.WriteFile(garbage, []byte("x"), 0o644)
+	// A pid another program has now.
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	reused := filepath.Join(dir, "reused.pid")
+	os.WriteFile(reused, []byte(strconv.Itoa(other.Process.Pid)), 0o644)
 
 	tests := []struct {
 		name       string
@@ -194,9 +202,10 @@ func TestReloadNotRunning(t *testing.T) {
 	}{
 		{"no master socket", MasterSocket{Path: filepath.Join(dir, "none.sock")}, true},
 		{"nobody on the socket", MasterSocket{Path: stale}, true},
-		{"no pid file", SignalPidfile{Path: filepath.Join(dir, "none.pid"), Signal: syscall.SIGHUP}, true},
-		{"process gone", SignalPidfile{Path: gone, Signal: syscall.SIGHUP}, true},
-		{"pid file garbage", SignalPidfile{Path: garbage, Signal: syscall.SIGHUP}, false},
+		{"no pid file", SignalPidfile{Path: filepath.Join(dir, "none.pid"), Signal: syscall.SIGHUP, Name: "keepalived"}, true},
+		{"process gone", SignalPidfile{Path: gone, Signal: syscall.SIGHUP, Name: "true"}, true},
+		{"pid now another program's", SignalPidfile{Path: reused, Signal: syscall.SIGHUP, Name: "keepalived"}, true},
+		{"pid file garbage", SignalPidfile{Path: garbage, Signal: syscall.SIGHUP, Name: "keepalived"}, false},
 		{"command fails", Command{Argv: []string{"false"}}, false},
 	}
 	for _, tc := range tests {

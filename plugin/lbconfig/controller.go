@@ -494,11 +494,13 @@ func (l *LBConfig) client() (kube.Client, error) {
 func reloader(k lb.Kind, r reloadSpec) lb.Reloader {
 	switch r.method {
 	case "pidfile":
-		sig := syscall.SIGHUP // keepalived
+		// Signalled only when the pid is still the daemon's (its name,
+		// and started before it wrote the file).
+		sig, name := syscall.SIGHUP, "keepalived"
 		if k == lb.HAProxyCfg {
-			sig = syscall.SIGUSR2 // haproxy's master in -W mode
+			sig, name = syscall.SIGUSR2, "haproxy" // the master in -W mode
 		}
-		return lb.SignalPidfile{Path: r.path, Signal: sig}
+		return lb.SignalPidfile{Path: r.path, Signal: sig, Name: name}
 	case "socket":
 		return lb.MasterSocket{Path: r.path}
 	case "command":
