@@ -34,6 +34,18 @@ const (
 	DispatcherPath = "/etc/NetworkManager/dispatcher.d/30-infradns-resolv-prepender"
 )
 
+// The run directories. Each pod mounts only those it needs, never RunDir:
+// keepalived writes KeepalivedRunDir and reads TrackDir, haproxy writes
+// HAProxyRunDir, lbconfig writes TrackDir and reads the other two (a pid
+// file to signal, a socket to connect to). The haproxy pod runs as root:
+// with one shared directory it could write keepalived's pid file, which
+// lbconfig signals, and the track files that move the VIPs.
+const (
+	KeepalivedRunDir = RunDir + "/keepalived"
+	HAProxyRunDir    = RunDir + "/haproxy"
+	TrackDir         = RunDir + "/track"
+)
+
 // The resolver wiring in systemd-resolved mode. The node's address is only
 // known at boot (DHCP, or one cluster file for every node), so render-node
 // installs the script and two units, and the script writes the files that

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -179,8 +180,8 @@ func TestDecodePod(t *testing.T) {
 		{"unknown container field", "    image: ", "    imagePullPolicyy: Always\n    image: ", "unknown field"},
 		{"no host network", "  hostNetwork: true\n", "  hostNetwork: false\n", "hostNetwork"},
 		{"not critical", "system-node-critical", "system-cluster-critical", "priorityClassName"},
-		{"untyped hostPath", "{path: /run/infradns, type: DirectoryOrCreate}", "{path: /run/infradns}", "needs a type"},
-		{"moved mount", "{name: run, mountPath: /run/infradns}", "{name: run, mountPath: /var/run/infradns}", "keep their path"},
+		{"untyped hostPath", "{path: /run/infradns/track, type: DirectoryOrCreate}", "{path: /run/infradns/track}", "needs a type"},
+		{"moved mount", "{name: track, mountPath: /run/infradns/track}", "{name: track, mountPath: /var/run/infradns/track}", "keep their path"},
 		{"undeclared volume", "{name: tmp, mountPath: /tmp}", "{name: scratch, mountPath: /tmp}", "undeclared volume"},
 		{"capabilities kept", `drop: ["ALL"]`, `drop: ["NET_RAW"]`, "drop ALL"},
 		{"not a pod", "kind: Pod", "kind: Deployment", "v1/Pod"},
@@ -410,4 +411,73 @@ func TestStatusLeasesDefault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunDirs: every pod mounts only the run directories it needs, each
+// written by one daemon: keepalived its pid files (lbconfig reads them to
+// signal it), haproxy its master socket (lbconfig connects to it), lbconfig
+// the track files (keepalived reads them). No pod mounts /run/infradns
+// itself: before, the haproxy pod (root) could write keepalived's pid file,
+// which lbconfig signals, and the track files that move the VIPs.
+func TestRunDirs(t *testing.T) {
+	type mounts map[string]bool // path: read-only
+	for _, tc := range []struct {
+		name string
+		file File
+		want map[string]mounts // by pod
+	}{
+		{"control plane", withRole(exampleFile(t), ControlPlane), map[string]mounts{
+			"keepalived": {KeepalivedRunDir: false, TrackDir: true},
+			"haproxy":    {HAProxyRunDir: false},
+			"lbconfig":   {TrackDir: false, KeepalivedRunDir: true, HAProxyRunDir: true},
+		}},
+		{"worker", withRole(exampleFile(t), Worker), map[string]mounts{
+			"keepalived": {KeepalivedRunDir: false, TrackDir: true},
+			"lbconfig":   {TrackDir: false, KeepalivedRunDir: true},
+		}},
+		{"bgp control plane", bgpFile(t, ControlPlane, "master-0"), map[string]mounts{
+			"haproxy":  {HAProxyRunDir: false},
+			"lbconfig": {TrackDir: false, HAProxyRunDir: true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]mounts{}
+			for p, o := range render(t, tc.file) {
+				name, ok := strings.CutPrefix(p, ManifestDir+"/infradns-")
+				if !ok {
+					continue
+				}
+				pod, err := DecodePod(o.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vols := map[string]string{}
+				for _, v := range pod.Spec.Volumes {
+					if v.HostPath != nil {
+						vols[v.Name] = v.HostPath.Path
+					}
+				}
+				for _, c := range pod.Spec.Containers {
+					for _, m := range c.VolumeMounts {
+						hp := vols[m.Name]
+						if hp == "" || !strings.HasPrefix(hp+"/", RunDir+"/") && !strings.HasPrefix(RunDir+"/", hp+"/") {
+							continue
+						}
+						if got[strings.TrimSuffix(name, ".yaml")] == nil {
+							got[strings.TrimSuffix(name, ".yaml")] = mounts{}
+						}
+						got[strings.TrimSuffix(name, ".yaml")][hp] = m.ReadOnly
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("run directories mounted (path: read-only) %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func withRole(f File, role string) File {
+	f.Role = role
+	return f
 }

@@ -28,7 +28,9 @@ func UninstallPaths() []string {
 
 // UninstallDirs are removed when empty once the files are gone; the mDNS key
 // and the kubeconfig stay (the administrator made them).
-func UninstallDirs() []string { return []string{LBDir, ConfigDir, RunDir + "/track", RunDir} }
+func UninstallDirs() []string {
+	return []string{LBDir, ConfigDir, TrackDir, KeepalivedRunDir, HAProxyRunDir, RunDir}
+}
 
 // RestoreResolv takes out of resolv.conf what the dispatcher script put in:
 // the nameservers in drop (this node's addresses: it put one first; the

@@ -38,7 +38,11 @@ type Values struct {
 	Resolver string
 	Resolved bool
 
-	ConfigDir, LBDir, RunDir, TrackDir, Corefile, ForwardGlob string
+	ConfigDir, LBDir, Corefile, ForwardGlob string
+	// Run directories, one per writer so no daemon can write what another
+	// trusts: keepalived's pid files, haproxy's master socket, lbconfig's
+	// track files (keepalived reads them). lbconfig reads the first two.
+	KeepalivedRunDir, HAProxyRunDir, TrackDir string
 	// The resolver wiring's paths (systemd-resolved mode): the script,
 	// what it writes, and what makes systemd run it again.
 	ResolverScript, ResolvEnv, ForwardConf, KubeletResolv    string
@@ -69,7 +73,7 @@ func (f File) Spec() cluster.Spec {
 		APIPort: f.APIPort, LBPort: f.LBPort, HealthPort: f.HealthPort,
 		StaticBackends: f.APIServers,
 		VRRP:           cluster.VRRP{Version: f.VRRPVersion, AdvertInterval: f.AdvertInterval, Unicast: f.Unicast},
-		TrackDir:       RunDir + "/track",
+		TrackDir:       TrackDir,
 		IngressService: f.IngressService,
 		Health:         f.health(),
 		Node:           f.Node,
@@ -195,13 +199,14 @@ func (f File) fixed() Values {
 		IngressService: f.IngressService, IngressHealthURL: f.IngressHealthURL, NodesService: f.NodesService, Unicast: f.Unicast, VRRPVersion: f.VRRPVersion,
 		APIPort: f.APIPort, LBPort: f.LBPort, HAHealthPort: f.HealthPort, Listen: f.Listen,
 
-		ConfigDir: ConfigDir, LBDir: LBDir, RunDir: RunDir, TrackDir: RunDir + "/track",
+		ConfigDir: ConfigDir, LBDir: LBDir,
+		KeepalivedRunDir: KeepalivedRunDir, HAProxyRunDir: HAProxyRunDir, TrackDir: TrackDir,
 		Corefile: Corefile, ForwardGlob: ConfigDir + "/forward*.conf",
 		ResolverScript: ResolverScript, ResolvEnv: ResolvEnv, ForwardConf: ForwardConf, KubeletResolv: KubeletResolv,
 		ResolvedDropIn: ResolvedDropIn, ResolvedUpstreams: ResolvedUpstreams,
-		KeepalivedConf: LBDir + "/keepalived.conf", KeepalivedPid: RunDir + "/keepalived.pid",
-		VRRPPid: RunDir + "/vrrp.pid", HAProxyConf: LBDir + "/haproxy.cfg",
-		HAProxySocket: RunDir + "/haproxy-master.sock",
+		KeepalivedConf: LBDir + "/keepalived.conf", KeepalivedPid: KeepalivedRunDir + "/keepalived.pid",
+		VRRPPid: KeepalivedRunDir + "/vrrp.pid", HAProxyConf: LBDir + "/haproxy.cfg",
+		HAProxySocket: HAProxyRunDir + "/master.sock",
 		HealthPort:    healthPort, ReadyPort: readyPort, MetricsPort: metricsPort,
 		PublisherMetricsPort: publisherMetricsPort, LBCorefile: LBCorefile,
 		LBDNSPort: lbDNSPort, LBHealthPort: lbHealthPort, LBReadyPort: lbReadyPort, LBMetricsPort: lbMetricsPort,
