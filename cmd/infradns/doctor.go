@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/mdns"
 	"github.com/infradns/infradns/internal/nodecfg"
 
@@ -79,6 +80,9 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 
 	if v.Kubeconfig != "" {
 		add(checkSecretFile("kubeconfig", under(v.Kubeconfig), "chgrp 65532 "+v.Kubeconfig+" && chmod 0640 "+v.Kubeconfig)...)
+		if kc, err := os.ReadFile(under(v.Kubeconfig)); err == nil {
+			add(checkKubeconfigRefs(v.Kubeconfig, kc))
+		}
 		add(checkAPI(ctx, under(v.Kubeconfig), v)...)
 	}
 	if v.MDNSKey != "" {
@@ -166,6 +170,25 @@ func secretMode(what, path string, perm os.FileMode, gid uint32, fix string) fin
 		return finding{warn, what, fmt.Sprintf("%s (%04o) is readable by root only: the non-root pods cannot read it", path, perm), fix}
 	}
 	return finding{pass, what, fmt.Sprintf("%s %04o, group %d", path, perm, gid), ""}
+}
+
+// checkKubeconfigRefs: the files the kubeconfig at path (a node path)
+// names are in its directory, the only one the pods mount: on the host it
+// works, in the pods it does not.
+func checkKubeconfigRefs(path string, data []byte) finding {
+	refs, err := kube.KubeconfigRefs(data)
+	if err != nil {
+		return finding{fail, "kubeconfig files", err.Error(), "a kubeconfig for the user infradns (docs/operator-guide.md)"}
+	}
+	var out []string
+	for _, r := range kube.RefsOutside(refs, filepath.Dir(path)) {
+		out = append(out, r.Field+" "+r.Path)
+	}
+	if len(out) > 0 {
+		return finding{fail, "kubeconfig files", fmt.Sprintf("%s names %s, outside %s: the pods mount only that directory", path, strings.Join(out, ", "), filepath.Dir(path)),
+			"embed them (kubectl config set-credentials --embed-certs, set-cluster --embed-certs) or put them beside the kubeconfig"}
+	}
+	return finding{pass, "kubeconfig files", fmt.Sprintf("%d named, all in %s", len(refs), filepath.Dir(path)), ""}
 }
 
 // checkAPI: the kubeconfig reaches the API (a certificate that does not

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"testing"
@@ -44,6 +45,32 @@ func TestDoctorSecretMode(t *testing.T) {
 	} {
 		if got := secretMode("key", "/etc/infradns/mdns.key", os.FileMode(tc.perm), tc.gid, "fix"); got.Verdict != tc.want {
 			t.Errorf("%04o gid %d: %+v, want %s", tc.perm, tc.gid, got, tc.want)
+		}
+	}
+}
+
+// TestDoctorKubeconfigRefs: a kubeconfig naming files outside its
+// directory fails: the pods mount only that directory.
+func TestDoctorKubeconfigRefs(t *testing.T) {
+	const kc = `apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", certificate-authority: %s}}]
+users: [{name: u, user: {client-certificate: %s, client-key: %s}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+`
+	for _, tc := range []struct {
+		ca, cert, want string
+	}{
+		{"ca.crt", "client.pem", pass},
+		{"/etc/kubernetes/infradns/ca.crt", "pki/client.pem", pass},
+		{"/etc/kubernetes/pki/ca.crt", "client.pem", fail},
+		{"ca.crt", "/var/lib/kubelet/pki/kubelet-client-current.pem", fail},
+		{"ca.crt", "../pki/client.pem", fail},
+	} {
+		got := checkKubeconfigRefs("/etc/kubernetes/infradns/kubeconfig", []byte(fmt.Sprintf(kc, tc.ca, tc.cert, tc.cert)))
+		if got.Verdict != tc.want || (got.Verdict != pass && got.Fix == "") {
+			t.Errorf("%s, %s: %+v, want %s with a fix", tc.ca, tc.cert, got, tc.want)
 		}
 	}
 }

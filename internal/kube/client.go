@@ -173,8 +173,12 @@ func (l leases) Update(ctx context.Context, lease *coordinationv1.Lease, opts me
 }
 
 // FromKubeconfig is the client of the kubeconfig file at path, naming itself
-// userAgent in the apiserver's logs and audit.
+// userAgent in the apiserver's logs and audit. A file it names that is
+// missing outside its directory is reported as such (see checkRefs).
 func FromKubeconfig(path, userAgent string) (Client, error) {
+	if err := checkRefs(path); err != nil {
+		return nil, err
+	}
 	rc, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)

@@ -97,7 +97,14 @@ func TestFileRefuses(t *testing.T) {
 		{"no image", edit(map[string]string{"image": ""}), `c.yaml: image: "" is not an image reference`},
 		{"worker without kubeconfig", edit(map[string]string{"role": "role: worker", "kubeconfig": ""}), "c.yaml: kubeconfig: missing: a worker node follows the API"},
 		{"relative kubeconfig", edit(map[string]string{"kubeconfig": "kubeconfig: kubeconfig"}), `c.yaml:7: kubeconfig: "kubeconfig" must be a clean absolute path of letters, digits and ._/+@-`},
-		{"kubeconfig beside the config", edit(map[string]string{"kubeconfig": "kubeconfig: /etc/kubeconfig"}), `c.yaml:7: kubeconfig: "/etc/kubeconfig": its directory is mounted into the pod and must not be / or hold /etc/infradns`},
+		{"kubeconfig beside the config", edit(map[string]string{"kubeconfig": "kubeconfig: /etc/kubeconfig"}), `c.yaml:7: kubeconfig: "/etc/kubeconfig": its directory is mounted into the pods and must not be / or hold or be in /etc/infradns`},
+		{"kubeconfig in the config", edit(map[string]string{"kubeconfig": "kubeconfig: /etc/infradns/kubeconfig"}), `c.yaml:7: kubeconfig: "/etc/infradns/kubeconfig": its directory is mounted into the pods and must not be / or hold or be in /etc/infradns`},
+		{"kubeconfig in the run directory", edit(map[string]string{"kubeconfig": "kubeconfig: /run/infradns/kubeconfig"}), `c.yaml:7: kubeconfig: "/run/infradns/kubeconfig": its directory is mounted into the pods and must not be / or hold or be in /run/infradns`},
+		// What other tools teach: the directories hold other credentials
+		// (kubeadm's pki/ca.key, kubelet's client key and every pod's
+		// volumes), which the pods would mount.
+		{"kubeadm's admin.conf", edit(map[string]string{"kubeconfig": "kubeconfig: /etc/kubernetes/admin.conf"}), `c.yaml:7: kubeconfig: "/etc/kubernetes/admin.conf": the pods mount the kubeconfig's directory, and /etc/kubernetes is not infradns's own (it may hold other credentials): put the kubeconfig (and any certificate file it names) in a directory named infradns that holds nothing else, such as /etc/kubernetes/infradns/kubeconfig`},
+		{"kubelet's kubeconfig", edit(map[string]string{"kubeconfig": "kubeconfig: /var/lib/kubelet/kubeconfig"}), `c.yaml:7: kubeconfig: "/var/lib/kubelet/kubeconfig": the pods mount the kubeconfig's directory, and /var/lib/kubelet is not infradns's own (it may hold other credentials): put the kubeconfig (and any certificate file it names) in a directory named infradns that holds nothing else, such as /etc/kubernetes/infradns/kubeconfig`},
 		{"bootstrap without servers", edit(map[string]string{"role": "role: bootstrap", "apiServers": ""}), "c.yaml: apiServers: a bootstrap node has no API to list them: give at least one"},
 		{"stub upstream", edit(map[string]string{"upstreams": "upstreams: [127.0.0.53]"}), "c.yaml:9: upstreams: 127.0.0.53 would loop back to this node"},
 		{"vip upstream", edit(map[string]string{"upstreams": "upstreams: [192.0.2.5]"}), "c.yaml:9: upstreams: 192.0.2.5 would loop back to this node"},

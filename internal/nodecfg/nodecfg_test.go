@@ -481,3 +481,43 @@ func withRole(f File, role string) File {
 	f.Role = role
 	return f
 }
+
+// TestKubeconfigMount: the pods that read the API mount the kubeconfig's
+// directory (infradns's own), read-only, and no pod mounts a directory that
+// holds other credentials.
+func TestKubeconfigMount(t *testing.T) {
+	f := withRole(exampleFile(t), ControlPlane)
+	f.Kubeconfig = "/var/lib/infradns/kubeconfig"
+	for p, o := range render(t, f) {
+		name, ok := strings.CutPrefix(p, ManifestDir+"/infradns-")
+		if !ok {
+			continue
+		}
+		pod, err := DecodePod(o.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vols := map[string]string{}
+		for _, v := range pod.Spec.Volumes {
+			if v.HostPath != nil {
+				vols[v.Name] = v.HostPath.Path
+			}
+		}
+		mounted := false
+		for _, m := range pod.Spec.Containers[0].VolumeMounts {
+			hp := vols[m.Name]
+			if strings.HasPrefix(hp, "/etc/kubernetes") || strings.HasPrefix(hp, "/var/lib/kubelet") {
+				t.Errorf("%s mounts %s", name, hp)
+			}
+			if hp == "/var/lib/infradns" {
+				mounted = true
+				if !m.ReadOnly {
+					t.Errorf("%s mounts the kubeconfig's directory read-write", name)
+				}
+			}
+		}
+		if want := name == "coredns.yaml" || name == "lbconfig.yaml"; mounted != want {
+			t.Errorf("%s mounts the kubeconfig's directory: %v, want %v", name, mounted, want)
+		}
+	}
+}

@@ -243,8 +243,19 @@ func (f File) image(*Values) error {
 	return nil
 }
 
+// KubeconfigDirName is the name the kubeconfig's directory must have.
+// The DNS and lbconfig pods mount that directory, not the file: a file
+// mount keeps the inode it started with, so a kubeconfig or certificate
+// replaced by a rename (kubectl, kubeadm, cp over a new file, any
+// configuration management) would stay old in the pods until they
+// restart, and a missing file would stop kubelet starting the DNS pod,
+// which must run before the API. A directory is only safe to mount if it
+// is infradns's own: /etc/kubernetes (admin.conf) holds pki/ca.key,
+// /var/lib/kubelet every pod's volumes. Its name says it is.
+const KubeconfigDirName = "infradns"
+
 // apiAccess checks the kubeconfig: every node but a bootstrap one follows
-// the API, and its directory is mounted into the pod.
+// the API, and its directory, infradns's own, is mounted into the pods.
 func (f File) apiAccess(v *Values) error {
 	if f.Kubeconfig == "" {
 		if f.Role != Bootstrap {
@@ -259,12 +270,23 @@ func (f File) apiAccess(v *Values) error {
 	if err := cluster.CheckPath(f.Kubeconfig); err != nil {
 		return f.errorf([]string{"kubeconfig"}, "%v", err)
 	}
-	v.KubeconfigDir = path.Dir(f.Kubeconfig)
-	if v.KubeconfigDir == "/" || strings.HasPrefix(ConfigDir+"/", v.KubeconfigDir+"/") || strings.HasPrefix(v.KubeconfigDir+"/", ConfigDir+"/") {
-		return f.errorf([]string{"kubeconfig"}, "%q: its directory is mounted into the pod and must not be / or hold %s", f.Kubeconfig, ConfigDir)
+	dir := path.Dir(f.Kubeconfig)
+	for _, d := range []string{ConfigDir, RunDir} {
+		if dir == "/" || within(dir, d) || within(d, dir) {
+			return f.errorf([]string{"kubeconfig"}, "%q: its directory is mounted into the pods and must not be / or hold or be in %s", f.Kubeconfig, d)
+		}
 	}
+	if path.Base(dir) != KubeconfigDirName {
+		return f.errorf([]string{"kubeconfig"}, "%q: the pods mount the kubeconfig's directory, and %s is not infradns's own (it may hold other credentials): "+
+			"put the kubeconfig (and any certificate file it names) in a directory named %s that holds nothing else, such as /etc/kubernetes/%s/kubeconfig",
+			f.Kubeconfig, dir, KubeconfigDirName, KubeconfigDirName)
+	}
+	v.KubeconfigDir = dir
 	return nil
 }
+
+// within: p is dir or below it.
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 func (f File) mdnsKey(*Values) error {
 	if f.MDNSKey == "" {
