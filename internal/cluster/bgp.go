@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // VIP modes: how a cluster's VIP groups reach the network. One mode per
@@ -74,8 +77,12 @@ type BGPPeer struct {
 	Address netip.Addr
 	ASN     uint32
 	Port    uint16
-	// Password turns on TCP MD5 signatures (RFC 2385).
+	// Password turns on TCP MD5 signatures (RFC 2385). It is read from
+	// PasswordFile where it is used (lbconfig), never written in a
+	// Corefile or a rendered file.
 	Password string
+	// PasswordFile is the node's file that holds Password (root, 0600).
+	PasswordFile string
 	// HoldTime 0 means the default; Keepalive 0 means a third of it.
 	HoldTime, Keepalive time.Duration
 	BFD                 BFD
@@ -205,8 +212,15 @@ func (s Spec) checkBGP() error {
 		if err := CheckASN(p.ASN); err != nil {
 			return keyErr(KeyBGPPeers, "peer %s: asn: %v", p.Address, err)
 		}
-		if len(p.Password) > 80 {
-			return keyErr(KeyBGPPeers, "peer %s: a TCP MD5 password is at most 80 bytes", p.Address)
+		if p.PasswordFile != "" {
+			if err := CheckPath(p.PasswordFile); err != nil {
+				return keyErr(KeyBGPPeers, "peer %s: passwordFile: %v", p.Address, err)
+			}
+		}
+		if p.Password != "" {
+			if err := CheckBGPPassword(p.Password); err != nil {
+				return keyErr(KeyBGPPeers, "peer %s: %v", p.Address, err)
+			}
 		}
 		if err := CheckHoldTime(p.HoldTime, p.Keepalive); err != nil {
 			return keyErr(KeyBGPPeers, "peer %s: %v", p.Address, err)
@@ -223,4 +237,46 @@ func (s Spec) checkBGP() error {
 		}
 	}
 	return nil
+}
+
+// MaxBGPPassword is the longest TCP MD5 key Linux takes
+// (TCP_MD5SIG_MAXKEYLEN).
+const MaxBGPPassword = 80
+
+// CheckBGPPassword: a TCP MD5 password the peers' configurations can
+// spell: 1 to 80 bytes of UTF-8, every character visible. A space of any
+// kind (U+00A0, \v, \f, an ideographic space), a control character or an
+// invisible one (U+200B) is refused: a router's configuration language
+// cannot say it, a file's trailing space goes unseen, and such a password
+// only shows up as a session that never comes up. The error never quotes
+// the password; it names the offending character's code point and offset.
+func CheckBGPPassword(pw string) error {
+	switch {
+	case pw == "":
+		return fmt.Errorf("the password is empty")
+	case len(pw) > MaxBGPPassword:
+		return fmt.Errorf("the password is %d bytes: a TCP MD5 password is at most %d", len(pw), MaxBGPPassword)
+	case !utf8.ValidString(pw):
+		return fmt.Errorf("the password is not UTF-8 text")
+	}
+	for i, r := range pw {
+		if unicode.IsSpace(r) || !unicode.IsGraphic(r) {
+			what := "an invisible or control character"
+			if unicode.IsSpace(r) {
+				what = "a space"
+			}
+			return fmt.Errorf("the password holds %s (%U) at byte %d: use visible characters only", what, r, i)
+		}
+	}
+	return nil
+}
+
+// ParseBGPPasswordFile is the password in a password file's contents: one
+// line, its newline optional (echo writes one).
+func ParseBGPPasswordFile(b []byte) (string, error) {
+	pw := strings.TrimSuffix(string(b), "\n")
+	if strings.Contains(pw, "\n") {
+		return "", fmt.Errorf("the password file holds more than one line")
+	}
+	return pw, CheckBGPPassword(pw)
 }
