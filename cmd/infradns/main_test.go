@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"maps"
 	"os"
 	"path/filepath"
@@ -339,5 +340,101 @@ func TestRenderNodeMachineConfig(t *testing.T) {
 		if err := run(context.Background(), append([]string{"render-node", "-f", example, "-o", "-"}, args...), &bytes.Buffer{}); err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+// TestRenderNodeBGPSecret: a BGP password never leaves its file on the
+// node. With passwordFile, no output of render-node (the files, -dry-run's
+// diff, the MachineConfig and Butane config, which hold every file in
+// base64 or inline) holds the password, even where the file is under -o;
+// an inline password is refused without being echoed and nothing is
+// written. Before, it was written into lbconfig.Corefile (0644, where the
+// DNS pod reads), the MachineConfig and the diff.
+func TestRenderNodeBGPSecret(t *testing.T) {
+	const pw = "Sup3rS3cretPw"
+	base, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bgp := "\nvipMode: bgp\nbgp:\n  asn: 64513\n  peers:\n" +
+		"  - {address: 198.51.100.1, asn: 64512, passwordFile: /etc/infradns-bgp/tor.password}\n" +
+		"  - {address: \"2001:db8:1::1\", asn: 64512, passwordFile: /etc/infradns-bgp/tor.password}\n"
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "cluster.yaml")
+	if err := writeFile(cf, string(base)+bgp); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc/infradns-bgp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/infradns-bgp/tor.password"), []byte(pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	for _, args := range [][]string{
+		{"-role", "control-plane", "-node", "master-0", "-o", root, "-dry-run"},
+		{"-role", "control-plane", "-node", "master-0", "-o", root},
+		{"-role", "control-plane", "-format", "machineconfig", "-o", "-"},
+		{"-role", "worker", "-format", "butane", "-o", "-"},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), append([]string{"render-node", "-f", cf}, args...), &out); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		outs = append(outs, out.String())
+	}
+	if !strings.Contains(outs[0], "+        bgp-peer 198.51.100.1 64512 port 179 hold 9s keepalive 3s password-file /etc/infradns-bgp/tor.password bfd 100ms 3\n") {
+		t.Errorf("the dry run's diff lacks the password-file line:\n%s", outs[0])
+	}
+	if !strings.Contains(outs[2], "kind: MachineConfig") || !strings.Contains(outs[3], "password-file /etc/infradns-bgp/tor.password") {
+		t.Errorf("the MachineConfig or Butane output is not what was asked for")
+	}
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, "tor.password") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		outs = append(outs, string(b))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range outs {
+		if strings.Contains(o, pw) || strings.Contains(o, base64.StdEncoding.EncodeToString([]byte(pw))[:12]) {
+			t.Errorf("output %d holds the password:\n%s", i, o)
+		}
+		for _, line := range strings.Split(o, "\n") {
+			// MachineConfig contents are base64: decode each to look.
+			if _, b64, ok := strings.Cut(line, "base64,"); ok {
+				if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64)); err != nil || strings.Contains(string(b), pw) {
+					t.Errorf("a MachineConfig file holds the password (or is not base64: %v)", err)
+				}
+			}
+		}
+	}
+
+	inline := strings.Replace(string(base)+bgp, "passwordFile: /etc/infradns-bgp/tor.password}\n  - {", "password: "+pw+"}\n  - {", 1)
+	if err := writeFile(cf, inline); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	for _, args := range [][]string{
+		{"-role", "control-plane", "-node", "master-0", "-o", empty, "-dry-run"},
+		{"-role", "control-plane", "-node", "master-0", "-o", empty},
+		{"-role", "control-plane", "-format", "machineconfig", "-o", "-"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), append([]string{"render-node", "-f", cf}, args...), &out)
+		if err == nil || !strings.Contains(err.Error(), "an inline password would be written into lbconfig's Corefile") || !strings.Contains(err.Error(), "passwordFile") {
+			t.Errorf("%v: %v, want the inline password refused", args, err)
+		}
+		if strings.Contains(out.String(), pw) || err != nil && strings.Contains(err.Error(), pw) {
+			t.Errorf("%v echoes the password: %v\n%s", args, err, out.String())
+		}
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Errorf("a refused render wrote %d entries", len(entries))
 	}
 }

@@ -54,7 +54,7 @@ func (b BGPFile) For(node string) cluster.BGP {
 //	  asn: 64513
 //	  speaker: embedded        # or table (then table: 198, and no peers)
 //	  peers:
-//	  - {address: 10.0.1.1, asn: 64512, bfd: {interval: 100ms, multiplier: 3}}
+//	  - {address: 10.0.1.1, asn: 64512, passwordFile: /etc/infradns-bgp/tor.password, bfd: {interval: 100ms, multiplier: 3}}
 //	  nodes:
 //	    worker-7: {asn: 64514, peers: [{address: 10.0.2.1, asn: 64512}]}
 func bgpSection(f *File, n *yaml.Node) error {
@@ -194,8 +194,13 @@ func peers(n *yaml.Node) ([]cluster.BGPPeer, error) {
 				p.Port = uint16(x)
 				return nil
 			case "password":
+				// Never rendered: the value is not even read into an
+				// error message.
+				return errors.New("an inline password would be written into lbconfig's Corefile (world-readable), the MachineConfig and -dry-run's diff: " +
+					"put it in a file on each node that only root can read (0600) and name that file with passwordFile")
+			case "passwordFile":
 				s, err := scalar(v)
-				p.Password = s
+				p.PasswordFile = s
 				return err
 			case "holdTime", "keepalive":
 				s, err := scalar(v)
@@ -241,7 +246,7 @@ func peers(n *yaml.Node) ([]cluster.BGPPeer, error) {
 					return nil
 				})
 			}
-			return fmt.Errorf("unknown key %q: address, asn, port, password, holdTime, keepalive or bfd", k)
+			return fmt.Errorf("unknown key %q: address, asn, port, passwordFile, holdTime, keepalive or bfd", k)
 		})
 		if err != nil {
 			return nil, at(item.Line, fmt.Sprintf("peer %d", i+1), err)
@@ -252,11 +257,6 @@ func peers(n *yaml.Node) ([]cluster.BGPPeer, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// corefileWord: what a Corefile token may hold unquoted.
-func corefileWord(s string) bool {
-	return s != "" && !strings.ContainsAny(s, " \t\r\n\"'\\{}#`")
 }
 
 // bgpOptions are lbconfig's Corefile lines for the node's BGP settings.
@@ -270,8 +270,8 @@ func bgpOptions(b cluster.BGP) []string {
 	}
 	for _, p := range b.Peers {
 		l := fmt.Sprintf("bgp-peer %s %d port %d hold %s keepalive %s", p.Address, p.ASN, p.Port, p.HoldTime, p.Keepalive)
-		if p.Password != "" {
-			l += " password " + p.Password
+		if p.PasswordFile != "" {
+			l += " password-file " + p.PasswordFile
 		}
 		if p.BFD.Off {
 			l += " bfd off"

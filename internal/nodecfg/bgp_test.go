@@ -1,6 +1,7 @@
 package nodecfg
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ bgp:
     worker-7:
       asn: 64514
       routerID: 198.51.100.77
-      peers: [{address: 203.0.113.1, asn: 64600, holdTime: 30s, password: s3cret, bfd: false}, {address: "2001:db8:2::1", asn: 64600}]
+      peers: [{address: 203.0.113.1, asn: 64600, holdTime: 30s, passwordFile: /etc/infradns-bgp/tor-7.password, bfd: false}, {address: "2001:db8:2::1", asn: 64600, passwordFile: /etc/infradns-bgp/tor-7.password}]
     worker-8:
       peers: [{address: 203.0.113.1, asn: 64600}, {address: "2001:db8:2::1", asn: 64600}]`
 
@@ -74,15 +75,51 @@ func TestRenderBGP(t *testing.T) {
 			}
 		})
 	}
-	// Overrides: ASN, router ID, peers with a password and no BFD.
+	// Overrides: ASN, router ID, peers with a password file and no BFD.
 	f := bgpFile(t, Worker, "worker-7")
-	core := string(render(t, f)[LBCorefile].Data)
-	for _, want := range []string{"bgp-asn 64514", "bgp-router-id 198.51.100.77", "bgp-peer 203.0.113.1 64600 port 179 hold 30s keepalive 10s password s3cret bfd off"} {
+	got := render(t, f)
+	core := string(got[LBCorefile].Data)
+	for _, want := range []string{"bgp-asn 64514", "bgp-router-id 198.51.100.77",
+		"bgp-peer 203.0.113.1 64600 port 179 hold 30s keepalive 10s password-file /etc/infradns-bgp/tor-7.password bfd off",
+		"bgp-peer 2001:db8:2::1 64600 port 179 hold 9s keepalive 3s password-file /etc/infradns-bgp/tor-7.password bfd 100ms 3"} {
 		if !strings.Contains(core, "        "+want+"\n") {
 			t.Errorf("worker-7: no %q in\n%s", want, core)
 		}
 	}
+	// The file, once, read-only, in the lbconfig pod only; it must exist.
+	for p, o := range got {
+		if !strings.HasPrefix(p, ManifestDir+"/") {
+			continue
+		}
+		pod, err := DecodePod(o.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mounts []string
+		for _, v := range pod.Spec.Volumes {
+			if v.HostPath == nil || v.HostPath.Path != "/etc/infradns-bgp/tor-7.password" {
+				continue
+			}
+			if *v.HostPath.Type != corev1.HostPathFile {
+				t.Errorf("%s: the password file's type is %s, want File", p, *v.HostPath.Type)
+			}
+			for _, m := range pod.Spec.Containers[0].VolumeMounts {
+				if m.Name == v.Name {
+					mounts = append(mounts, fmt.Sprintf("%s ro=%v", m.MountPath, m.ReadOnly))
+				}
+			}
+		}
+		want := []string(nil)
+		if strings.HasSuffix(p, "/infradns-lbconfig.yaml") {
+			want = []string{"/etc/infradns-bgp/tor-7.password ro=true"}
+		}
+		if !slices.Equal(mounts, want) {
+			t.Errorf("%s mounts the password file %v, want %v", p, mounts, want)
+		}
+	}
 }
+
+const inlinePassword = `c.yaml:15: bgp: peers: peer 1: password: an inline password would be written into lbconfig's Corefile (world-readable), the MachineConfig and -dry-run's diff: put it in a file on each node that only root can read (0600) and name that file with passwordFile`
 
 // TestBGPFileRefuses: every bgp section render-node refuses, with FILE:LINE
 // of the value at fault.
@@ -101,7 +138,19 @@ func TestBGPFileRefuses(t *testing.T) {
 		{"peer bfd key", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - {address: 192.0.2.1, asn: 64512, bfd: {rate: 1}}"}, `c.yaml:15: bgp: peers: peer 1: bfd: rate: unknown key "rate": interval or multiplier (bfd: false turns it off)`},
 		{"no peers", []string{"vipMode: bgp", "bgp:", "  asn: 64513"}, `c.yaml:12: bgp, vipMode: peers: BGP mode needs at least one peer (the ToR) to announce the VIPs to`},
 		{"AS_TRANS", []string{"vipMode: bgp", "bgp:", "  asn: 23456", "  peers: [{address: 192.0.2.1, asn: 64512}, {address: '2001:db8::1', asn: 64512}]"}, `c.yaml:12: bgp: asn: 23456 is AS_TRANS (RFC 6793), not an AS number a speaker may use`},
-		{"password with a space", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers: [{address: 192.0.2.1, asn: 64512, password: 'a b'}, {address: '2001:db8::1', asn: 64512}]"}, `c.yaml:12: bgp: peer 192.0.2.1: the password may not hold spaces, quotes, backslashes, braces or '#'`},
+		// An inline password, whatever its characters (U+00A0, \v and \f
+		// used to pass here and break lbconfig's parse), is refused
+		// without being quoted: it would be rendered in the open.
+		{"inline password", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - {address: 192.0.2.1, asn: 64512, password: s3cret}"}, inlinePassword},
+		{"inline password, no-break space", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - {address: 192.0.2.1, asn: 64512, password: \"s3\u00a0cret\"}"}, inlinePassword},
+		{"inline password, vertical tab", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - {address: 192.0.2.1, asn: 64512, password: \"s3\\vcret\"}"}, inlinePassword},
+		{"inline password, form feed", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - {address: 192.0.2.1, asn: 64512, password: \"s3\\fcret\"}"}, inlinePassword},
+		{"inline password of a node", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers: [{address: 192.0.2.1, asn: 64512}, {address: '2001:db8::1', asn: 64512}]", "  nodes:", "    worker-7:", "      peers: [{address: 192.0.2.1, asn: 64512, password: s3cret}]"},
+			`c.yaml:17: bgp: nodes: worker-7: peers: peer 1: password: an inline password would be written into lbconfig's Corefile (world-readable), the MachineConfig and -dry-run's diff: put it in a file on each node that only root can read (0600) and name that file with passwordFile`},
+		{"relative password file", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers: [{address: 192.0.2.1, asn: 64512, passwordFile: tor.password}, {address: '2001:db8::1', asn: 64512}]"}, `c.yaml:12: bgp: peers: peer 192.0.2.1: passwordFile: "tor.password" must be a clean absolute path of letters, digits and ._/+@-`},
+		{"password file the DNS pod mounts", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers: [{address: 192.0.2.1, asn: 64512, passwordFile: /etc/infradns/tor.password}, {address: '2001:db8::1', asn: 64512}]"}, `c.yaml:12: bgp: peer 192.0.2.1: passwordFile "/etc/infradns/tor.password" is in /etc/infradns, which other pods mount (or kubelet reads): keep it where only the lbconfig pod mounts it, such as /etc/infradns-bgp/`},
+		{"password file beside the kubeconfig", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers: [{address: 192.0.2.1, asn: 64512, passwordFile: /etc/kubernetes/infradns/tor.password}, {address: '2001:db8::1', asn: 64512}]"}, `c.yaml:12: bgp: peer 192.0.2.1: passwordFile "/etc/kubernetes/infradns/tor.password" is in /etc/kubernetes/infradns, which other pods mount (or kubelet reads): keep it where only the lbconfig pod mounts it, such as /etc/infradns-bgp/`},
+		{"password file in the manifests", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers: [{address: 192.0.2.1, asn: 64512, passwordFile: /etc/kubernetes/manifests/tor.password}, {address: '2001:db8::1', asn: 64512}]"}, `c.yaml:12: bgp: peer 192.0.2.1: passwordFile "/etc/kubernetes/manifests/tor.password" is in /etc/kubernetes/manifests, which other pods mount (or kubelet reads): keep it where only the lbconfig pod mounts it, such as /etc/infradns-bgp/`},
 		{"node override of a bad name", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  nodes:", "    Worker_1: {asn: 64514}"}, `c.yaml:15: bgp: nodes: Worker_1: "Worker_1" is not a Node name: lower-case letters, digits, '-' and '.' (RFC 1123)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +160,9 @@ func TestBGPFileRefuses(t *testing.T) {
 			}
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("err = %v\nwant   %s", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "cret") {
+				t.Errorf("the error quotes the password: %v", err)
 			}
 		})
 	}

@@ -31,6 +31,9 @@ type Values struct {
 	// are lbconfig's Corefile lines for it.
 	BGP        bool
 	BGPOptions []string
+	// BGPPasswordFiles are the node's password files, which only the
+	// lbconfig pod mounts (each file, read-only).
+	BGPPasswordFiles []string
 	// Spread: several ingress VIPs per family, answered shuffled.
 	Spread bool
 	// Resolver is ResolverNetworkManager or ResolverSystemdResolved;
@@ -153,11 +156,6 @@ func (f File) Values() (Values, error) {
 	v.Spread = cluster.IngressGroups(spec.IngressVIPs) > 1
 	if spec.Mode == cluster.ModeBGP {
 		v.BGP = true
-		for _, p := range spec.BGP.Peers {
-			if p.Password != "" && !corefileWord(p.Password) {
-				return Values{}, f.errorf([]string{"bgp"}, "peer %s: the password may not hold spaces, quotes, backslashes, braces or '#'", p.Address)
-			}
-		}
 		v.BGPOptions = bgpOptions(spec.BGP)
 	}
 	if v.HAProxy {
@@ -182,7 +180,7 @@ func (f File) Values() (Values, error) {
 	if f.AdvertInterval != 0 {
 		v.AdvertInterval = f.AdvertInterval.String()
 	}
-	for _, check := range []func(*Values) error{f.image, f.apiAccess, f.mdnsKey, f.upstreams, f.listen, f.resolver, f.namespaces, f.ports, f.metrics} {
+	for _, check := range []func(*Values) error{f.image, f.apiAccess, f.bgpPasswordFiles, f.mdnsKey, f.upstreams, f.listen, f.resolver, f.namespaces, f.ports, f.metrics} {
 		if err := check(&v); err != nil {
 			return Values{}, err
 		}
@@ -282,6 +280,32 @@ func (f File) apiAccess(v *Values) error {
 			f.Kubeconfig, dir, KubeconfigDirName, KubeconfigDirName)
 	}
 	v.KubeconfigDir = dir
+	return nil
+}
+
+// bgpPasswordFiles checks where the node's BGP password files are: the
+// lbconfig pod mounts each, and no other pod may see them, so none is in a
+// directory another pod mounts (the configuration, the run directories,
+// the kubeconfig's, which the DNS pod reads) or in kubelet's manifests.
+// render-node never reads them: they are on the node, not where it runs.
+func (f File) bgpPasswordFiles(v *Values) error {
+	if !v.BGP {
+		return nil
+	}
+	for _, p := range f.BGP.For(f.Node).Peers {
+		if p.PasswordFile == "" {
+			continue
+		}
+		for _, d := range []string{ConfigDir, RunDir, ManifestDir, v.KubeconfigDir} {
+			if d != "" && within(p.PasswordFile, d) {
+				return f.errorf([]string{"bgp"}, "peer %s: passwordFile %q is in %s, which other pods mount (or kubelet reads): keep it where only the lbconfig pod mounts it, such as /etc/infradns-bgp/", p.Address, p.PasswordFile, d)
+			}
+		}
+		if !slices.Contains(v.BGPPasswordFiles, p.PasswordFile) {
+			v.BGPPasswordFiles = append(v.BGPPasswordFiles, p.PasswordFile)
+		}
+	}
+	slices.Sort(v.BGPPasswordFiles)
 	return nil
 }
 

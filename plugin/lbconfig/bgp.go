@@ -13,6 +13,7 @@ import (
 	"github.com/infradns/infradns/internal/bgp"
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/secret"
 )
 
 // goodbyeLimit bounds a stop's withdraw, drain and session close.
@@ -139,11 +140,11 @@ func bgpGroups(p lb.Plan) []bgp.Group {
 	return out
 }
 
-// parseBGPPeer reads `bgp-peer ADDRESS ASN [port N] [password SECRET]
+// parseBGPPeer reads `bgp-peer ADDRESS ASN [port N] [password-file PATH]
 // [hold DURATION] [keepalive DURATION] [bfd off|INTERVAL MULTIPLIER]`.
 func parseBGPPeer(c *caddy.Controller, args []string) (cluster.BGPPeer, error) {
 	if len(args) < 2 {
-		return cluster.BGPPeer{}, c.Errf("bgp-peer needs ADDRESS ASN [port N] [password SECRET] [hold DURATION] [keepalive DURATION] [bfd off|INTERVAL MULTIPLIER]")
+		return cluster.BGPPeer{}, c.Errf("bgp-peer needs ADDRESS ASN [port N] [password-file PATH] [hold DURATION] [keepalive DURATION] [bfd off|INTERVAL MULTIPLIER]")
 	}
 	var p cluster.BGPPeer
 	a, err := netip.ParseAddr(args[0])
@@ -179,7 +180,20 @@ func parseBGPPeer(c *caddy.Controller, args []string) (cluster.BGPPeer, error) {
 			}
 			p.Port = uint16(n)
 		case "password":
-			p.Password = v[0]
+			// Not even for a hand-written Corefile: a Corefile is no place
+			// for a secret (render-node writes it 0644 where the DNS pod
+			// reads it, copies it into MachineConfigs and diffs, and a
+			// parse error may echo a token). The value is not quoted.
+			return p, c.Errf("bgp-peer %s: an inline password is refused: a Corefile is readable by everyone who reads the configuration; put the password in a file only root can read (0600) and give password-file PATH", args[0])
+		case "password-file":
+			if err := cluster.CheckPath(v[0]); err != nil {
+				return p, c.Errf("bgp-peer %s: password-file: %v", args[0], err)
+			}
+			pw, err := readBGPPassword(v[0])
+			if err != nil {
+				return p, c.Errf("bgp-peer %s: password-file: %v", args[0], err)
+			}
+			p.PasswordFile, p.Password = v[0], pw
 		case "hold", "keepalive":
 			d, err := time.ParseDuration(v[0])
 			if err != nil {
@@ -205,7 +219,7 @@ func parseBGPPeer(c *caddy.Controller, args []string) (cluster.BGPPeer, error) {
 			}
 			p.BFD.Interval, p.BFD.Multiplier = d, m
 		default:
-			return p, c.Errf("bgp-peer %s: unknown setting %q (port, password, hold, keepalive, bfd)", args[0], k)
+			return p, c.Errf("bgp-peer %s: unknown setting %q (port, password-file, hold, keepalive, bfd)", args[0], k)
 		}
 	}
 	return p, nil
@@ -217,4 +231,23 @@ func parseASN(s string) (uint32, error) {
 		return 0, fmt.Errorf("AS number %q: want a number in [1, 4294967294]", s)
 	}
 	return uint32(n), nil
+}
+
+// readBGPPassword reads a TCP MD5 password file at setup: a root-only
+// (0600) regular file of one line, its newline optional, that the peers'
+// configurations can spell (cluster.CheckBGPPassword). The password is
+// read once; a changed file takes a restart of the pod (or a changed
+// Corefile).
+func readBGPPassword(path string) (string, error) {
+	// A bound against reading a wrong file whole; the length rule is
+	// CheckBGPPassword's, which says by how much.
+	b, err := secret.ReadFile(path, 4096)
+	if err != nil {
+		return "", err
+	}
+	pw, err := cluster.ParseBGPPasswordFile(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return pw, nil
 }

@@ -3,6 +3,8 @@ package lbconfig
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -102,7 +104,7 @@ func TestParse(t *testing.T) {
 			vip-mode bgp
 			bgp-asn 64513
 			bgp-router-id 10.91.1.2
-			bgp-peer 10.91.1.1 64512 password s3cret hold 3s keepalive 1s bfd 50ms 4
+			bgp-peer 10.91.1.1 64512 hold 3s keepalive 1s bfd 50ms 4
 			bgp-peer fd00:91:1::1 4200000000 port 1179 bfd off
 		}`, check: func(t *testing.T, l *LBConfig) {
 			b := l.model.Spec().BGP
@@ -110,7 +112,7 @@ func TestParse(t *testing.T) {
 				t.Fatalf("BGP = %+v", b)
 			}
 			p, q := b.Peers[0], b.Peers[1]
-			if p.ASN != 64512 || p.Password != "s3cret" || p.HoldTime != 3*time.Second || p.Keepalive != time.Second ||
+			if p.ASN != 64512 || p.Password != "" || p.HoldTime != 3*time.Second || p.Keepalive != time.Second ||
 				p.BFD.Interval != 50*time.Millisecond || p.BFD.Multiplier != 4 || p.Port != 179 {
 				t.Errorf("peer 1 = %+v", p)
 			}
@@ -226,7 +228,7 @@ func TestParseRefuses(t *testing.T) {
 		{"bgp asn AS_TRANS", bgpBlock("vip-mode bgp", "bgp-asn 23456", "bgp-peer 10.0.0.1 64512"), "Testfile:6 - Error during parsing: bgp-asn: 23456 is AS_TRANS (RFC 6793), not an AS number a speaker may use"},
 		{"bgp peer not an address", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer tor-1 64512"), "Testfile:7 - Error during parsing: bgp-peer: \"tor-1\" is not an IP address"},
 		{"bgp peer twice", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512", "bgp-peer 10.0.0.1 64512"), "Testfile:8 - Error during parsing: bgp-peer 10.0.0.1: used more than once (first on line 7)"},
-		{"bgp peer unknown setting", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 ttl 2"), "Testfile:7 - Error during parsing: bgp-peer 10.0.0.1: unknown setting \"ttl\" (port, password, hold, keepalive, bfd)"},
+		{"bgp peer unknown setting", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 ttl 2"), "Testfile:7 - Error during parsing: bgp-peer 10.0.0.1: unknown setting \"ttl\" (port, password-file, hold, keepalive, bfd)"},
 		{"bgp bfd out of range", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 bfd 1ms 3"), "Testfile:7 - Error during parsing: bgp-peer: peer 10.0.0.1: BFD interval 1ms: want whole milliseconds in [10ms, 1m]"},
 		{"bgp bfd without a multiplier", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 bfd 100ms"), "Testfile:7 - Error during parsing: bgp-peer 10.0.0.1: bfd needs a value"},
 		{"bgp hold below 3s", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512 hold 1s"), "Testfile:7 - Error during parsing: bgp-peer: peer 10.0.0.1: hold time 1s: want [3s, 65535s] (RFC 4271)"},
@@ -249,8 +251,13 @@ func TestParseRefuses(t *testing.T) {
 }
 
 // TestRenderedBGPCorefile: what render-node writes for a BGP cluster is a
-// block this plugin accepts, with the node's settings.
+// block this plugin accepts, with the node's settings, the password read
+// from the file it names.
 func TestRenderedBGPCorefile(t *testing.T) {
+	pwFile := filepath.Join(t.TempDir(), "tor.password")
+	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	file := `cluster: ocp4
 domain: ocp4.example.com
 apiVIPs: [192.0.2.5]
@@ -264,7 +271,7 @@ node: master-0
 vipMode: bgp
 bgp:
   asn: 64513
-  peers: [{address: 198.51.100.1, asn: 64512, password: s3cret, bfd: {interval: 50ms, multiplier: 4}}]
+  peers: [{address: 198.51.100.1, asn: 64512, passwordFile: ` + pwFile + `, bfd: {interval: 50ms, multiplier: 4}}]
 `
 	f, err := nodecfg.Parse("c.yaml", []byte(file))
 	if err != nil {
@@ -290,7 +297,10 @@ bgp:
 		t.Fatalf("%v\n%s", err, core)
 	}
 	b := l.model.Spec().BGP
-	if l.model.Mode() != cluster.ModeBGP || b.ASN != 64513 || len(b.Peers) != 1 || b.Peers[0].Password != "s3cret" ||
+	if strings.Contains(core, "s3cret") {
+		t.Errorf("the rendered Corefile holds the password:\n%s", core)
+	}
+	if l.model.Mode() != cluster.ModeBGP || b.ASN != 64513 || len(b.Peers) != 1 || b.Peers[0].Password != "s3cret" || b.Peers[0].PasswordFile != pwFile ||
 		b.Peers[0].BFD.Interval != 50*time.Millisecond || b.Peers[0].BFD.Multiplier != 4 || l.outputs[lb.Keepalived].path != "" {
 		t.Errorf("parsed %+v, outputs %+v", b, l.outputs)
 	}
