@@ -15,9 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/mdns"
 	"github.com/infradns/infradns/internal/nodecfg"
+	"github.com/infradns/infradns/internal/secret"
 
 	"github.com/miekg/dns"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -84,6 +86,13 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 			add(checkKubeconfigRefs(v.Kubeconfig, kc))
 		}
 		add(checkAPI(ctx, under(v.Kubeconfig), v)...)
+	}
+	if v.BGP {
+		for _, p := range f.BGP.For(f.Node).Peers {
+			if p.PasswordFile != "" {
+				add(checkBGPPasswordFile(p.Address.String(), p.PasswordFile, under(p.PasswordFile)))
+			}
+		}
 	}
 	if v.MDNSKey != "" {
 		add(checkSecretFile("mDNS key", under(v.MDNSKey), "chown root:65532 "+v.MDNSKey+" && chmod 0640 "+v.MDNSKey+" (infradns gen-key writes it so)")...)
@@ -170,6 +179,22 @@ func secretMode(what, path string, perm os.FileMode, gid uint32, fix string) fin
 		return finding{warn, what, fmt.Sprintf("%s (%04o) is readable by root only: the non-root pods cannot read it", path, perm), fix}
 	}
 	return finding{pass, what, fmt.Sprintf("%s %04o, group %d", path, perm, gid), ""}
+}
+
+// checkBGPPasswordFile: the file lbconfig reads a peer's password from at
+// its start is one it accepts (root's, 0600, one line a router can spell):
+// otherwise lbconfig stops at setup with the same words.
+func checkBGPPasswordFile(peer, path, full string) finding {
+	what := "BGP " + peer
+	b, err := secret.ReadFile(full, 4096)
+	if err == nil {
+		_, err = cluster.ParseBGPPasswordFile(b)
+	}
+	if err != nil {
+		return finding{fail, what, fmt.Sprintf("passwordFile %s: %v", path, err),
+			"one line of visible characters, the peer's TCP MD5 password, root's and 0600: (umask 077; cat > " + path + "), then restart the lbconfig pod"}
+	}
+	return finding{pass, what, fmt.Sprintf("passwordFile %s: root only, a password lbconfig accepts", path), ""}
 }
 
 // checkKubeconfigRefs: the files the kubeconfig at path (a node path)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,5 +74,37 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 		if got.Verdict != tc.want || (got.Verdict != pass && got.Fix == "") {
 			t.Errorf("%s, %s: %+v, want %s with a fix", tc.ca, tc.cert, got, tc.want)
 		}
+	}
+}
+
+// TestDoctorBGPPasswordFile: doctor judges a peer's password file as
+// lbconfig will at its start.
+func TestDoctorBGPPasswordFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		content string
+		perm    os.FileMode
+		want    string
+	}{
+		{"Pw0rdX\n", 0o600, pass},
+		{"Pw0rdX\n", 0o644, fail},
+		{"Pw\u00a00rdX\n", 0o600, fail},
+		{"Pw\v0rdX", 0o600, fail},
+		{"", 0o600, fail},
+	} {
+		p := filepath.Join(dir, "tor.password")
+		if err := os.WriteFile(p, []byte(tc.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, tc.perm); err != nil {
+			t.Fatal(err)
+		}
+		got := checkBGPPasswordFile("192.0.2.1", "/etc/infradns-bgp/tor.password", p)
+		if got.Verdict != tc.want || (got.Verdict != pass && got.Fix == "") || strings.Contains(got.Detail, "0rdX") {
+			t.Errorf("%q %04o: %+v, want %s with a fix and no password", tc.content, tc.perm, got, tc.want)
+		}
+	}
+	if got := checkBGPPasswordFile("192.0.2.1", "/x", filepath.Join(dir, "missing")); got.Verdict != fail {
+		t.Errorf("missing file: %+v", got)
 	}
 }
