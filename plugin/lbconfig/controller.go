@@ -168,6 +168,7 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 		Templates: tpl,
 		Validator: l.tools,
 		Outputs:   outs,
+		Loaded:    &loaded,
 		Log:       log,
 		Hooks: lb.Hooks{
 			Refused: func(error) { refusedCount.Inc() },
@@ -506,6 +507,12 @@ func reloader(k lb.Kind, r reloadSpec) lb.Reloader {
 	}
 	return nil
 }
+
+// loaded is what the daemons are known to run, for the whole process: a
+// Corefile reload's new controller reloads nothing already loaded, and
+// reloads what the old one wrote but could not reload; a new process knows
+// nothing and reloads each daemon once (lb.Loaded).
+var loaded lb.Loaded
 
 var (
 	locksMu sync.Mutex
