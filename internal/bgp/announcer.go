@@ -35,6 +35,14 @@ type Announcer struct {
 	state   State
 	routes  []netip.Prefix // announced by the last successful Announce
 	applied bool           // routes is known (Announce succeeded once)
+	// gen counts speaker changes: an Announce is committed to routes only
+	// if the speaker it went to is still the one in use.
+	gen uint64
+	// retired are replaced speakers not closed yet: they are closed by the
+	// goroutine that announces, so a close never runs beside an announce
+	// to the same speaker (a late announce would put back what the close
+	// withdrew, with nobody left to withdraw it).
+	retired []Speaker
 	held    []netip.Prefix
 	leaving map[netip.Prefix]time.Time // withdrawn, held until then
 	kick    chan struct{}
@@ -140,9 +148,19 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 		}
 	}
 	local = sortPrefixes(local)
-	have, applied, sp, held := slices.Clone(a.routes), a.applied, a.Speaker, a.held
+	have, applied, sp, gen, held := slices.Clone(a.routes), a.applied, a.Speaker, a.gen, a.held
+	retired := a.retired
+	a.retired = nil
 	a.mu.Unlock()
 
+	if len(retired) > 0 {
+		// The routes were reset with the speaker change: what the old one
+		// announced is gone with it, and the new one has announced nothing.
+		closeAll(retired, a.Log)
+		if a.Announced != nil {
+			a.Announced(nil)
+		}
+	}
 	var errs []error
 	// Held before announced: the first packet the fabric sends is accepted.
 	if !slices.Equal(local, held) {
@@ -157,7 +175,7 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 	if !applied || !slices.Equal(want, have) {
 		if err := sp.Announce(ctx, want); err != nil {
 			errs = append(errs, err)
-		} else {
+		} else if a.commit(gen, want) {
 			add, del := diff(have, want)
 			for _, p := range add {
 				a.Log.Infof("announcing %s", p)
@@ -165,13 +183,13 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 			for _, p := range del {
 				a.Log.Infof("withdrew %s", p)
 			}
-			a.mu.Lock()
-			a.routes, a.applied = want, true
-			a.mu.Unlock()
 			if a.Announced != nil {
 				a.Announced(want)
 			}
 		}
+		// Not committed: the speaker was replaced during the announce. The
+		// new one has announced nothing; SetSpeaker's wake brings the next
+		// apply, which gives it every route.
 	}
 	if err := errors.Join(errs...); err != nil {
 		a.Log.Errorf("%v (retry in %s)", err, retryInterval)
@@ -189,7 +207,10 @@ func (a *Announcer) goodbye(stop time.Duration) {
 	a.state.Draining = true
 	hadRoutes := len(a.routes) > 0
 	sp := a.Speaker
+	retired := a.retired
+	a.retired = nil
 	a.mu.Unlock()
+	closeAll(retired, a.Log)
 	if err := sp.Announce(ctx, nil); err != nil {
 		a.Log.Errorf("withdraw on stop: %v", err)
 	} else if a.Announced != nil {
@@ -227,17 +248,37 @@ func minPositive(a, b time.Duration) time.Duration {
 	return a
 }
 
+// commit records want as announced if the speaker it was announced to is
+// still the one in use (gen).
+func (a *Announcer) commit(gen uint64, want []netip.Prefix) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gen != gen {
+		return false
+	}
+	a.routes, a.applied = want, true
+	return true
+}
+
 // SetSpeaker replaces the speaker (new BGP settings): the old one withdraws
-// and closes, the new one is given every route at the next apply.
+// and closes, the new one is given every route, both at the next apply
+// (Run's goroutine, so neither runs beside an announce in flight).
 func (a *Announcer) SetSpeaker(s Speaker) {
 	a.mu.Lock()
-	old := a.Speaker
+	a.retired = append(a.retired, a.Speaker)
 	a.Speaker, a.routes, a.applied = s, nil, false
+	a.gen++
 	a.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := old.Close(ctx); err != nil {
-		a.Log.Warningf("closing the old speaker: %v", err)
-	}
 	a.wake()
+}
+
+// closeAll closes replaced speakers (withdraw, then end the sessions).
+func closeAll(sps []Speaker, log Logger) {
+	for _, sp := range sps {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := sp.Close(ctx); err != nil {
+			log.Warningf("closing the old speaker: %v", err)
+		}
+		cancel()
+	}
 }

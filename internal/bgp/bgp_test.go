@@ -186,3 +186,104 @@ func waitRoutes(t *testing.T, a *Announcer, want []netip.Prefix) {
 	}
 	t.Fatalf("routes %v, want %v", a.Routes(), want)
 }
+
+// gatedSpeaker is a speaker whose Announce waits for release (one receive
+// per call) after saying it has begun, so a test can act in the middle of
+// an announce. It records what it did, and a Close that came while an
+// announce was in flight.
+type gatedSpeaker struct {
+	name    string
+	ev      *events
+	begun   chan struct{}
+	release chan struct{}
+
+	mu       sync.Mutex
+	inflight bool
+}
+
+func newGated(name string, ev *events) *gatedSpeaker {
+	return &gatedSpeaker{name: name, ev: ev, begun: make(chan struct{}, 1), release: make(chan struct{}, 8)}
+}
+
+func (g *gatedSpeaker) Announce(_ context.Context, r []netip.Prefix) error {
+	g.mu.Lock()
+	g.inflight = true
+	g.mu.Unlock()
+	g.begun <- struct{}{}
+	<-g.release
+	g.ev.add(fmt.Sprint(g.name, " announce ", r))
+	g.mu.Lock()
+	g.inflight = false
+	g.mu.Unlock()
+	return nil
+}
+func (g *gatedSpeaker) Sessions() []Session { return nil }
+func (g *gatedSpeaker) Close(context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inflight {
+		g.ev.add(g.name + " close DURING AN ANNOUNCE")
+		return nil
+	}
+	g.ev.add(g.name + " close")
+	return nil
+}
+
+// TestAnnouncerSetSpeakerDuringApply: a speaker change while an announce to
+// the old speaker is in flight. The old announce's result must not count
+// for the new speaker (the defect: Routes and the announced metric said
+// announced while the new speaker had nothing, and no apply came to fix
+// it), the old speaker is closed only once its announce is over (a close
+// beside it would be undone by it), and the new one gets every route.
+func TestAnnouncerSetSpeakerDuringApply(t *testing.T) {
+	ev := &events{}
+	old, next := newGated("old", ev), newGated("new", ev)
+	a := NewAnnouncer(old, fakeLocal{ev}, quiet{})
+	var announced []string
+	var amu sync.Mutex
+	a.Announced = func(r []netip.Prefix) { amu.Lock(); announced = append(announced, fmt.Sprint(r)); amu.Unlock() }
+	a.SetGroups([]Group{ingress})
+	a.SetHealth("ingress", true)
+	want := pfx("10.91.100.2")
+
+	done := make(chan time.Duration)
+	go func() { done <- a.apply(context.Background(), time.Unix(1000, 0)) }()
+	<-old.begun // the apply is inside old.Announce(want)
+	a.SetSpeaker(next)
+	old.release <- struct{}{}
+	<-done
+
+	if got := a.Routes(); got != nil {
+		t.Errorf("after the interrupted apply: Routes = %v, want none (the new speaker has announced nothing)", got)
+	}
+	amu.Lock()
+	if len(announced) != 0 {
+		t.Errorf("announced metric fed %v for a speaker that is gone", announced)
+	}
+	amu.Unlock()
+	select {
+	case <-a.kick:
+	default:
+		t.Fatal("no apply pending after the speaker change")
+	}
+
+	next.release <- struct{}{} // apply is synchronous: no wait in Announce
+	a.apply(context.Background(), time.Unix(1001, 0))
+	select {
+	case <-next.begun:
+	default:
+		t.Error("the new speaker was given no announce")
+	}
+	if got := a.Routes(); !slices.Equal(got, want) {
+		t.Errorf("after the next apply: Routes = %v, want %v", got, want)
+	}
+	wantEv := "hold [10.91.100.2/32]; old announce [10.91.100.2/32]; old close; new announce [10.91.100.2/32]"
+	if got := ev.String(); got != wantEv {
+		t.Errorf("events:\n got %s\nwant %s", got, wantEv)
+	}
+	amu.Lock()
+	if got := strings.Join(announced, " "); got != "[] [10.91.100.2/32]" {
+		t.Errorf("announced metric fed %s, want [] (the old speaker closed) then [10.91.100.2/32]", got)
+	}
+	amu.Unlock()
+}

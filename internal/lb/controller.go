@@ -48,11 +48,14 @@ type Controller struct {
 	// guard has listened long enough and seen no clash). A held output is
 	// retried: Apply returns an error so the caller backs off and calls again.
 	Gate func(Kind, Plan) error
+	// Loaded is what each daemon is known to run (see Loaded): a file is
+	// reloaded when it changed or its daemon is not known to run it, so a
+	// failed reload is retried though the file on disk is already current,
+	// and the first apply reloads even an unchanged file. nil: the
+	// controller's own, empty at its first Apply.
+	Loaded *Loaded
 
 	mu sync.Mutex
-	// pending holds the kinds written but not yet reloaded, so a failed
-	// reload is retried even though the file on disk is already current.
-	pending map[Kind]bool
 }
 
 // Apply renders the snapshot into the outputs. It returns an error only for
@@ -62,8 +65,8 @@ type Controller struct {
 func (c *Controller) Apply(ctx context.Context, s cluster.Snapshot) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pending == nil {
-		c.pending = map[Kind]bool{}
+	if c.Loaded == nil {
+		c.Loaded = &Loaded{}
 	}
 	plan, err := Desired(s, c.Model)
 	if err != nil {
@@ -115,7 +118,6 @@ func (c *Controller) Apply(ctx context.Context, s cluster.Snapshot) error {
 			// directory failed), so the daemon must be reloaded.
 			c.Log.Infof("wrote %s", o.Path)
 			call1(c.Hooks.Written, o.Kind)
-			c.pending[o.Kind] = true
 		}
 		var ve *ValidationError
 		switch {
@@ -130,16 +132,22 @@ func (c *Controller) Apply(ctx context.Context, s cluster.Snapshot) error {
 		case err != nil:
 			errs = append(errs, err) // retried; the reload below still runs
 		}
-		if c.pending[o.Kind] && o.Reloader != nil {
+		if o.Reloader != nil && c.Loaded.needs(o, rendered[o.Kind], changed) {
 			err := o.Reloader.Reload(ctx)
 			call2(c.Hooks.Reloaded, o.Kind, err)
-			if err != nil {
+			if !c.Loaded.reloaded(o, rendered[o.Kind], changed, err) {
 				errs = append(errs, fmt.Errorf("%s: %w", o.Kind, err))
 				continue
 			}
-			c.Log.Infof("reloaded %s", o.Kind)
+			switch {
+			case err != nil:
+				c.Log.Infof("%s not running: it reads %s when it starts", o.Kind, o.Path)
+			case changed:
+				c.Log.Infof("reloaded %s", o.Kind)
+			default:
+				c.Log.Infof("reloaded %s: %s was not changed, but %s may not run it (a write before this start may not have been followed by a reload)", o.Kind, o.Path, o.Kind)
+			}
 		}
-		delete(c.pending, o.Kind)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -220,3 +220,66 @@ func TestControllerReloadsAReplacedFile(t *testing.T) {
 		t.Errorf("retry: %v, haproxy reloads %d, want no second reload", err, hr.n)
 	}
 }
+
+// TestControllerReloadsWhatIsOnDisk: what a daemon was told lives in
+// memory, and a process that wrote a file and died before its reload
+// leaves the next one equal bytes on disk. The first apply of a process
+// (a fresh Loaded) reloads an unchanged file once; a Corefile reload (the
+// same Loaded) reloads nothing that is known to run already.
+func TestControllerReloadsWhatIsOnDisk(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	kr, hr := &countReload{}, &countReload{}
+	outs := []Output{
+		{Kind: Keepalived, Path: filepath.Join(dir, "keepalived.conf"), Reloader: kr},
+		{Kind: HAProxyCfg, Path: filepath.Join(dir, "haproxy.cfg"), Reloader: hr},
+	}
+	process := func(l *Loaded) *Controller {
+		return &Controller{Model: config(false), Validator: rejectValidator{}, Outputs: outs, Log: nopLog{t}, Loaded: l}
+	}
+
+	// The first process writes both files; haproxy's reload fails, and the
+	// process dies before a retry.
+	hr.err = errors.New("injected: master socket refused")
+	if err := process(nil).Apply(ctx, snap(3, false)); err == nil {
+		t.Fatal("Apply hid the failed reload")
+	}
+	hr.err = nil
+	kr.n, hr.n = 0, 0
+
+	// The next process renders the same bytes: nothing to write, and still
+	// both daemons are reloaded once, and only once.
+	shared := &Loaded{}
+	c := process(shared)
+	for range 2 {
+		if err := c.Apply(ctx, snap(3, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kr.n != 1 || hr.n != 1 {
+		t.Errorf("after a restart with the files on disk: reloads keepalived %d haproxy %d, want 1 and 1", kr.n, hr.n)
+	}
+	// A Corefile reload: a new controller, the same process.
+	if err := process(shared).Apply(ctx, snap(3, false)); err != nil || kr.n != 1 || hr.n != 1 {
+		t.Errorf("after a Corefile reload: %v, reloads keepalived %d haproxy %d, want no new one", err, kr.n, hr.n)
+	}
+
+	// At start, a daemon not running yet reads the file when it starts:
+	// no retry asked for. After a write it is retried (the daemon may have
+	// read the old file an instant before).
+	notRunning := fmt.Errorf("reload: %w: no pid file", ErrNotRunning)
+	kr.err, hr.err = notRunning, notRunning
+	c = process(nil)
+	if err := c.Apply(ctx, snap(3, false)); err != nil {
+		t.Errorf("restart before the daemons run: %v, want success", err)
+	}
+	if err := c.Apply(ctx, snap(3, false)); err != nil || kr.n != 2 || hr.n != 2 {
+		t.Errorf("then: %v, reloads keepalived %d haproxy %d, want 2 and 2 (tried once at start)", err, kr.n, hr.n)
+	}
+	if err := c.Apply(ctx, snap(2, false)); err == nil {
+		t.Error("a written file whose daemon is not running: no retry asked for")
+	}
+	if err := c.Apply(ctx, snap(2, false)); err == nil || hr.n != 4 {
+		t.Errorf("retry: %v, haproxy reloads %d, want the error again and 4", err, hr.n)
+	}
+}

@@ -215,3 +215,78 @@ func TestReloadNotRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestHAProxyRunsWhatIsOnDisk: lbconfig wrote haproxy.cfg and died before
+// telling haproxy's master. The next lbconfig renders the same bytes and
+// writes nothing; the running haproxy must still end up on that file (the
+// defect: no change seen, no reload, the old listeners kept for ever).
+func TestHAProxyRunsWhatIsOnDisk(t *testing.T) {
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Fatalf("haproxy not found (run hack/install-deps.sh as root): %v", err)
+	}
+	dir := t.TempDir()
+	cfgFor := func(port int) string {
+		return fmt.Sprintf(`global
+    master-worker
+defaults
+    mode tcp
+    timeout connect 1s
+    timeout client 1s
+    timeout server 1s
+frontend f
+    bind 127.0.0.1:%d
+    default_backend b
+backend b
+    server s 127.0.0.1:1
+`, port)
+	}
+	oldPort, newPort := freePort(t), freePort(t)
+	cfg := filepath.Join(dir, "haproxy.cfg")
+	writeTestFile(t, cfg, cfgFor(oldPort))
+	sock := filepath.Join(dir, "master.sock")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "haproxy", "-W", "-db", "-f", cfg, "-S", sock)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("haproxy output:\n%s", out.String())
+		}
+	}()
+	listening := func(port int) (string, bool) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err != nil {
+			return err.Error(), false
+		}
+		c.Close()
+		return "", true
+	}
+	waitFor(t, func() (string, bool) { return listening(oldPort) })
+	waitFor(t, func() (string, bool) { // the master socket is up
+		s, err := masterQuery(sock, "show proc")
+		return s, err == nil && strings.Contains(s, "worker")
+	})
+
+	writeTestFile(t, cfg, cfgFor(newPort)) // and the process that wrote it is gone
+	tpl, err := ParseTemplates("", cfgFor(newPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := 0
+	c := &Controller{Model: config(false), Templates: tpl, Validator: rejectValidator{}, Log: nopLog{t},
+		Outputs: []Output{{Kind: HAProxyCfg, Path: cfg, Reloader: MasterSocket{Path: sock}}},
+		Hooks:   Hooks{Written: func(Kind) { written++ }}}
+	if err := c.Apply(ctx, snap(3, false)); err != nil {
+		t.Fatal(err)
+	}
+	if written != 0 {
+		t.Fatalf("the new controller wrote haproxy.cfg: the test needs equal bytes on disk")
+	}
+	waitFor(t, func() (string, bool) { return listening(newPort) })
+}

@@ -2,6 +2,7 @@ package lbconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -23,41 +24,87 @@ const goodbyeLimit = 5 * time.Second
 // reload the new lbconfig starts before the old one stops, and a speaker of
 // its own would collide with the old one's sessions (the peer keeps the
 // established one) and the old one's stop would withdraw what the new one
-// announces. The last instance started feeds it; the last one stopped says
-// goodbye (withdraw, drain, close).
+// announces. Every started instance holds a reference (the last one stopped
+// says goodbye: withdraw, drain, close); the speaker follows the settings of
+// the newest instance caddy adopted (a failed reload's instance is never
+// adopted, so it never replaces the speaker).
 var shared struct {
 	sync.Mutex
 	key    string
+	gen    uint64 // the generation whose settings the speaker has
 	ann    *bgp.Announcer
 	refs   int
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// acquireAnnouncer returns the process's announcer for these settings,
-// starting it or switching it to a new speaker when they changed.
-func acquireAnnouncer(cfg cluster.BGP) (*bgp.Announcer, error) {
+// checkSpeaker refuses settings a speaker cannot start with, at Start: the
+// speaker is made only once the instance is adopted, and a wrong option
+// must still stop CoreDNS from starting (or a reload from happening).
+func checkSpeaker(cfg cluster.BGP) error {
+	if cfg.Speaker == cluster.SpeakerTable || cfg.RouterID.IsValid() {
+		return nil
+	}
+	_, err := bgp.RouterIDFor(cfg.Peers)
+	return err
+}
+
+// holdAnnouncer takes a reference: the announcer (once there is one) stays
+// until it is released.
+func holdAnnouncer() {
+	shared.Lock()
+	shared.refs++
+	shared.Unlock()
+}
+
+// followAnnouncer returns the process's announcer with the settings of
+// generation gen, starting it or switching it to a new speaker when they
+// changed; a speaker that cannot be made is retried until ctx ends. nil:
+// ctx ended, or a newer generation owns the announcer (gen is stale).
+func followAnnouncer(ctx context.Context, gen uint64, cfg cluster.BGP) *bgp.Announcer {
+	delay := 200 * time.Millisecond
+	for {
+		ann, err := follow(gen, cfg)
+		if err == nil || errors.Is(err, errSuperseded) {
+			if err != nil {
+				log.Errorf("bgp: %v", err)
+			}
+			return ann
+		}
+		log.Errorf("bgp: %v (retry in %s)", err, delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+func follow(gen uint64, cfg cluster.BGP) (*bgp.Announcer, error) {
 	shared.Lock()
 	defer shared.Unlock()
+	if gen < shared.gen {
+		return nil, errSuperseded
+	}
 	key := fmt.Sprintf("%+v", cfg)
 	if shared.ann != nil && shared.key == key {
-		shared.refs++
+		shared.gen = gen
 		return shared.ann, nil
 	}
-	sp, err := newSpeaker(cfg)
+	sp, err := speakerFor(cfg)
 	if err != nil {
 		return nil, err
 	}
+	shared.key, shared.gen = key, gen
 	if shared.ann != nil {
 		// New settings: the old speaker withdraws and closes, the new one
 		// announces what the announcer holds.
 		log.Infof("BGP settings changed: replacing the speaker")
 		shared.ann.SetSpeaker(sp)
-		shared.key = key
-		shared.refs++
 		return shared.ann, nil
 	}
-	ann := bgp.NewAnnouncer(sp, bgp.LocalRoutes{}, log)
+	ann := bgp.NewAnnouncer(sp, localVIPs, log)
 	ann.Announced = announcedMetric
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -65,7 +112,7 @@ func acquireAnnouncer(cfg cluster.BGP) (*bgp.Announcer, error) {
 		defer close(done)
 		ann.Run(ctx, goodbyeLimit)
 	}()
-	shared.key, shared.ann, shared.refs, shared.cancel, shared.done = key, ann, 1, cancel, done
+	shared.ann, shared.cancel, shared.done = ann, cancel, done
 	return ann, nil
 }
 
@@ -74,7 +121,7 @@ func acquireAnnouncer(cfg cluster.BGP) (*bgp.Announcer, error) {
 func releaseAnnouncer() {
 	shared.Lock()
 	shared.refs--
-	if shared.refs > 0 {
+	if shared.refs > 0 || shared.ann == nil {
 		shared.Unlock()
 		return
 	}
@@ -84,6 +131,13 @@ func releaseAnnouncer() {
 	cancel()
 	<-done
 }
+
+// speakerFor and localVIPs are the real speaker and local routes; tests
+// that run a real CoreDNS reload in this process replace them.
+var (
+	speakerFor               = newSpeaker
+	localVIPs  bgp.LocalVIPs = bgp.LocalRoutes{}
+)
 
 func newSpeaker(cfg cluster.BGP) (bgp.Speaker, error) {
 	if cfg.Speaker == cluster.SpeakerTable {

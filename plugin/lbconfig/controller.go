@@ -44,20 +44,37 @@ func (l *LBConfig) Start() error {
 	if err := os.MkdirAll(l.model.Spec().TrackDir, 0o755); err != nil {
 		return fmt.Errorf("track-dir: %w", err)
 	}
-	if ctl.Model.Mode() == cluster.ModeBGP {
-		// Before the old instance of a reload stops: the speaker and its
-		// sessions carry over (acquireAnnouncer).
-		ann, err := acquireAnnouncer(ctl.Model.Spec().BGP)
-		if err != nil {
+	bgpMode := ctl.Model.Mode() == cluster.ModeBGP
+	if bgpMode {
+		// Settings the speaker cannot start with fail here, at once; the
+		// speaker itself follows these settings only once caddy adopts this
+		// instance (a failed reload's instance must not replace it).
+		if err := checkSpeaker(ctl.Model.Spec().BGP); err != nil {
 			return fmt.Errorf("bgp: %w", err)
 		}
-		l.ann.Store(ann)
+		// Before the old instance of a reload stops: the announcer, its
+		// speaker and sessions carry over (holdAnnouncer).
+		holdAnnouncer()
 	}
+	l.begin()
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	l.done = make(chan struct{})
+	l.holdsAnn = bgpMode
 	go func() {
 		defer close(l.done)
+		select {
+		case <-l.adopted:
+		case <-ctx.Done():
+			return // discarded: never adopted, nothing done
+		}
+		if bgpMode {
+			ann := followAnnouncer(ctx, l.generation(), ctl.Model.Spec().BGP)
+			if ann == nil {
+				return // stopped, or superseded
+			}
+			l.ann.Store(ann)
+		}
 		l.run(ctx, ctl, gate)
 	}()
 	return nil
@@ -73,7 +90,10 @@ func (l *LBConfig) Stop() {
 	l.cancel()
 	<-l.done
 	l.cancel = nil
-	if l.ann.Swap(nil) != nil {
+	l.end()
+	l.ann.Store(nil)
+	if l.holdsAnn {
+		l.holdsAnn = false
 		releaseAnnouncer()
 	}
 }
@@ -168,6 +188,7 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 		Templates: tpl,
 		Validator: l.tools,
 		Outputs:   outs,
+		Loaded:    &loaded,
 		Log:       log,
 		Hooks: lb.Hooks{
 			Refused: func(error) { refusedCount.Inc() },
@@ -200,9 +221,12 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	for _, o := range ctl.Outputs {
 		paths = append(paths, o.Path)
 	}
-	release, err := lockPaths(ctx, paths)
+	release, err := lockPaths(ctx, l.generation(), paths)
 	if err != nil {
-		return // cancelled while waiting
+		if ctx.Err() == nil {
+			log.Errorf("not writing: %v", err)
+		}
+		return
 	}
 	defer release()
 
@@ -509,35 +533,68 @@ func reloader(k lb.Kind, r reloadSpec) lb.Reloader {
 	return nil
 }
 
+// loaded is what the daemons are known to run, for the whole process: a
+// Corefile reload's new controller reloads nothing already loaded, and
+// reloads what the old one wrote but could not reload; a new process knows
+// nothing and reloads each daemon once (lb.Loaded).
+var loaded lb.Loaded
+
+// pathLock is one output path's lock, and the newest generation that held it.
+type pathLock struct {
+	ch  chan struct{}
+	gen uint64
+}
+
 var (
 	locksMu sync.Mutex
-	locks   = map[string]chan struct{}{}
+	locks   = map[string]*pathLock{}
 )
 
-func lockPaths(ctx context.Context, paths []string) (func(), error) {
+// errSuperseded: a newer lbconfig instance has owned the path already.
+var errSuperseded = errors.New("a newer lbconfig instance has written these files: this one is stale")
+
+// lockPaths takes the lock of every path for generation gen. A generation
+// older than one that held a path never gets it: what a newer instance
+// wrote is never overwritten by a stale one.
+func lockPaths(ctx context.Context, gen uint64, paths []string) (func(), error) {
 	paths = slices.Clone(paths)
 	slices.Sort(paths) // one order for everyone: no deadlock between instances
-	var held []chan struct{}
+	var held []*pathLock
 	release := func() {
-		for _, ch := range held {
-			<-ch
+		for _, pl := range held {
+			<-pl.ch
 		}
 	}
 	for _, p := range paths {
 		locksMu.Lock()
-		ch, ok := locks[p]
+		pl, ok := locks[p]
 		if !ok {
-			ch = make(chan struct{}, 1)
-			locks[p] = ch
+			pl = &pathLock{ch: make(chan struct{}, 1)}
+			locks[p] = pl
 		}
 		locksMu.Unlock()
 		select {
-		case ch <- struct{}{}:
-			held = append(held, ch)
+		case pl.ch <- struct{}{}:
+			held = append(held, pl)
 		case <-ctx.Done():
 			release()
 			return nil, ctx.Err()
 		}
+		locksMu.Lock()
+		stale := gen < pl.gen
+		if !stale {
+			pl.gen = gen
+		}
+		locksMu.Unlock()
+		if stale {
+			release()
+			return nil, fmt.Errorf("%s: %w", p, errSuperseded)
+		}
+	}
+	// Stopped while it waited: the select may have picked the lock.
+	if err := ctx.Err(); err != nil {
+		release()
+		return nil, err
 	}
 	return release, nil
 }

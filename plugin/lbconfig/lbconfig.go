@@ -45,9 +45,19 @@ type LBConfig struct {
 	watcher atomic.Pointer[kube.Watcher]
 	// applied is set after the first successful apply (static mode's readiness).
 	applied atomic.Bool
-	// ann is the BGP announcer (vip-mode bgp), from Start to Stop; atomic
-	// because Stop holds mu while the controller's hooks still read it.
+	// ann is the BGP announcer (vip-mode bgp), from adoption to Stop;
+	// atomic because Stop holds mu while the controller's hooks still read it.
 	ann atomic.Pointer[bgp.Announcer]
+	// holdsAnn: Start took a reference on the shared announcer (under mu).
+	holdsAnn bool
+
+	// inCaddy: set up from a Corefile, so it acts only once caddy adopts
+	// its instance (lifecycle.go).
+	inCaddy bool
+	// gen is this Start's generation and adopted is closed once it may act
+	// (both under gens' lock).
+	gen     uint64
+	adopted chan struct{}
 }
 
 func (l *LBConfig) announcer() *bgp.Announcer { return l.ann.Load() }

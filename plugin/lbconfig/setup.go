@@ -30,10 +30,20 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	// It acts only once caddy adopts this instance, and a failed reload's
+	// instance is stopped, though caddy runs no OnShutdown for it
+	// (lifecycle.go).
+	l.inCaddy = true
+	c.Set(instanceKey{}, l)
+	registerAdoptHook()
 	c.OnStartup(func() error {
 		if err := l.Start(); err != nil {
 			return plugin.Error(pluginName, err)
 		}
+		return nil
+	})
+	c.OnRestartFailed(func() error {
+		discardNewer(l)
 		return nil
 	})
 	c.OnShutdown(func() error {
