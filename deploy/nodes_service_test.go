@@ -15,7 +15,8 @@ import (
 // is what mdnsnodes' nodes-service needs and no more: a headless Service
 // that selects the DNS static pod (its labels as the template writes them)
 // with not-ready pods listed, and list+watch of EndpointSlices in that one
-// namespace for the infradns user.
+// namespace for the DNS pod's identities (infradns-dns, or infradns without
+// dnsKubeconfig).
 func TestNodesService(t *testing.T) {
 	b, err := os.ReadFile("nodes-service.yaml")
 	if err != nil {
@@ -62,6 +63,8 @@ func TestNodesService(t *testing.T) {
 	want := []string{
 		"User:" + rbacUser + " " + ns + " discovery.k8s.io/endpointslices/* list []",
 		"User:" + rbacUser + " " + ns + " discovery.k8s.io/endpointslices/* watch []",
+		"User:" + rbacDNSUser + " " + ns + " discovery.k8s.io/endpointslices/* list []",
+		"User:" + rbacDNSUser + " " + ns + " discovery.k8s.io/endpointslices/* watch []",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("grants %v, want %v", got, want)

@@ -2,23 +2,30 @@ package deploy
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// The identity rbac.yaml binds and the namespace of the status Leases.
+// The identities rbac.yaml binds (lbconfig on control-plane nodes and on
+// workers, the DNS pod) and the namespace of the status Leases.
 const (
 	rbacUser        = "infradns"
+	rbacWorkerUser  = "infradns-worker"
+	rbacDNSUser     = "infradns-dns"
 	statusLeaseNS   = "infradns"
 	ingressNSInFile = kube.DefaultIngressNamespace
 )
@@ -31,6 +38,8 @@ type rbacObjects struct {
 	crBindings   []rbacv1.ClusterRoleBinding
 	roles        []rbacv1.Role
 	roleBindings []rbacv1.RoleBinding
+	policies     []admissionv1.ValidatingAdmissionPolicy
+	policyBinds  []admissionv1.ValidatingAdmissionPolicyBinding
 }
 
 func decodeRBAC(text string) (rbacObjects, error) {
@@ -52,6 +61,10 @@ func decodeRBAC(text string) (rbacObjects, error) {
 			o.roles, err = appendStrict(o.roles, doc)
 		case "rbac.authorization.k8s.io/v1 RoleBinding":
 			o.roleBindings, err = appendStrict(o.roleBindings, doc)
+		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy":
+			o.policies, err = appendStrict(o.policies, doc)
+		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding":
+			o.policyBinds, err = appendStrict(o.policyBinds, doc)
 		default:
 			err = fmt.Errorf("unexpected %s %s", tm.APIVersion, tm.Kind)
 		}
@@ -114,19 +127,26 @@ func (o rbacObjects) grants() ([]string, error) {
 
 // wantGrants is everything the plugins use, and only that: internal/kube's
 // watches list and watch (no get), kube.HolderLease gets, creates and
-// updates.
+// updates. lbconfig (control plane and workers alike: a worker's
+// narrower reach is the admission policy's) gets it all, the DNS pod the
+// Nodes alone.
 func wantGrants(ingressNS string) []string {
-	u := "User:" + rbacUser
-	out := []string{
-		u + " * /nodes/* list []",
-		u + " * /nodes/* watch []",
-		u + " default discovery.k8s.io/endpointslices/* list []",
-		u + " default discovery.k8s.io/endpointslices/* watch []",
-		u + " " + ingressNS + " discovery.k8s.io/endpointslices/* list []",
-		u + " " + ingressNS + " discovery.k8s.io/endpointslices/* watch []",
-		u + " " + statusLeaseNS + " coordination.k8s.io/leases/* create []",
-		u + " " + statusLeaseNS + " coordination.k8s.io/leases/* get []",
-		u + " " + statusLeaseNS + " coordination.k8s.io/leases/* update []",
+	var out []string
+	for _, u := range []string{rbacUser, rbacWorkerUser, rbacDNSUser} {
+		u := "User:" + u
+		out = append(out, u+" * /nodes/* list []", u+" * /nodes/* watch []")
+	}
+	for _, u := range []string{rbacUser, rbacWorkerUser} {
+		u := "User:" + u
+		out = append(out,
+			u+" default discovery.k8s.io/endpointslices/* list []",
+			u+" default discovery.k8s.io/endpointslices/* watch []",
+			u+" "+ingressNS+" discovery.k8s.io/endpointslices/* list []",
+			u+" "+ingressNS+" discovery.k8s.io/endpointslices/* watch []",
+			u+" "+statusLeaseNS+" coordination.k8s.io/leases/* create []",
+			u+" "+statusLeaseNS+" coordination.k8s.io/leases/* get []",
+			u+" "+statusLeaseNS+" coordination.k8s.io/leases/* update []",
+		)
 	}
 	slices.Sort(out)
 	return out
@@ -172,6 +192,8 @@ func TestRBAC(t *testing.T) {
 	objs = appendObjects(objs, o.crBindings)
 	objs = appendObjects(objs, o.roles)
 	objs = appendObjects(objs, o.roleBindings)
+	objs = appendObjects(objs, o.policies)
+	objs = appendObjects(objs, o.policyBinds)
 	for _, m := range objs {
 		if m.GetLabels()["app.kubernetes.io/name"] != "infradns" {
 			t.Errorf("%s/%s: no app.kubernetes.io/name=infradns label", m.GetNamespace(), m.GetName())
@@ -213,5 +235,80 @@ func TestRBACIngressNamespace(t *testing.T) {
 	}
 	if want := wantGrants("ingress-nginx"); !slices.Equal(got, want) {
 		t.Errorf("grants after the edit:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestRBACWorkerPolicy checks the admission policy that keeps a worker's
+// lbconfig off the API VIP's status Leases: bound with Deny, failing
+// closed, matching creates and updates of Leases in the status Leases'
+// namespace by the worker's user alone, and naming the API VIP's Leases by
+// the suffix lbconfig gives them (cluster.StatusLeaseName), and no
+// ingress VIP's. The real apiserver evaluates it in test/e2e
+// (TestRBACAgainstKubeAPIServer).
+func TestRBACWorkerPolicy(t *testing.T) {
+	b, err := os.ReadFile("rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeRBAC(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.policies) != 1 || len(o.policyBinds) != 1 {
+		t.Fatalf("%d policies and %d bindings: want one each", len(o.policies), len(o.policyBinds))
+	}
+	p, pb := o.policies[0], o.policyBinds[0]
+	if pb.Spec.PolicyName != p.Name || !slices.Equal(pb.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) || pb.Spec.ParamRef != nil {
+		t.Errorf("binding %s: policy %q, actions %v, params %v: want %q, [Deny], none", pb.Name, pb.Spec.PolicyName, pb.Spec.ValidationActions, pb.Spec.ParamRef, p.Name)
+	}
+	if fp := p.Spec.FailurePolicy; fp == nil || *fp != admissionv1.Fail {
+		t.Errorf("failurePolicy %v: want Fail", fp)
+	}
+	mc := p.Spec.MatchConstraints
+	if mc == nil || mc.NamespaceSelector == nil || !reflect.DeepEqual(mc.NamespaceSelector.MatchLabels, map[string]string{"kubernetes.io/metadata.name": statusLeaseNS}) || len(mc.NamespaceSelector.MatchExpressions) > 0 {
+		t.Fatalf("matchConstraints %+v: want the namespace %s alone", mc, statusLeaseNS)
+	}
+	if len(mc.ResourceRules) != 1 {
+		t.Fatalf("resourceRules %+v: want one", mc.ResourceRules)
+	}
+	r := mc.ResourceRules[0]
+	ops := slices.Clone(r.Operations)
+	slices.Sort(ops)
+	if !slices.Equal(r.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(r.Resources, []string{"leases"}) ||
+		!slices.Equal(ops, []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}) {
+		t.Errorf("resource rule %+v: want CREATE and UPDATE of coordination.k8s.io leases", r)
+	}
+	if len(p.Spec.MatchConditions) != 1 || p.Spec.MatchConditions[0].Expression != "request.userInfo.username == '"+rbacWorkerUser+"'" {
+		t.Errorf("matchConditions %+v: want the user %s alone", p.Spec.MatchConditions, rbacWorkerUser)
+	}
+	if len(p.Spec.Validations) != 1 {
+		t.Fatalf("validations %+v: want one", p.Spec.Validations)
+	}
+	v := p.Spec.Validations[0]
+	if v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden {
+		t.Errorf("reason %v: want Forbidden (403)", v.Reason)
+	}
+	// The expression's suffixes, read back, against lbconfig's names.
+	var suffixes []string
+	for _, m := range regexp.MustCompile(`endsWith\('([^']*)'\)`).FindAllStringSubmatch(v.Expression, -1) {
+		suffixes = append(suffixes, m[1])
+	}
+	denied := func(name string) bool {
+		return slices.ContainsFunc(suffixes, func(s string) bool { return strings.HasSuffix(name, s) })
+	}
+	for _, tc := range []struct {
+		group, vip string
+		denied     bool
+	}{
+		{"api", "192.0.2.5", true}, {"api", "2001:db8::5", true},
+		{"ingress", "192.0.2.10", false}, {"ingress", "2001:db8::10", false},
+		{"ingress-2", "192.0.2.11", false}, {"ingress-3", "2001:db8::12", false},
+	} {
+		for _, name := range []string{"ocp4", "api", "my-api"} {
+			lease := cluster.StatusLeaseName(name, tc.group, netip.MustParseAddr(tc.vip))
+			if denied(lease) != tc.denied {
+				t.Errorf("lease %s: denied to workers %v, want %v (suffixes %q)", lease, denied(lease), tc.denied, suffixes)
+			}
+		}
 	}
 }

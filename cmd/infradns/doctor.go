@@ -23,6 +23,8 @@ import (
 
 	"github.com/miekg/dns"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -85,7 +87,21 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 		if kc, err := os.ReadFile(under(v.Kubeconfig)); err == nil {
 			add(checkKubeconfigRefs(v.Kubeconfig, kc))
 		}
-		add(checkAPI(ctx, under(v.Kubeconfig), v)...)
+		shared := v.DNSKubeconfig == v.Kubeconfig
+		add(checkAPI(ctx, "", under(v.Kubeconfig), lbconfigAccess(v, shared))...)
+		if v.StatusLease != "" && len(v.APIVIPs) > 0 {
+			add(checkAPIVIPStatus(ctx, under(v.Kubeconfig), v))
+		}
+		if shared {
+			add(finding{warn, "DNS identity", "the DNS pod reads lbconfig's kubeconfig, which may write status Leases: the pod that parses the link's packets holds a credential that writes",
+				"set dnsKubeconfig to a kubeconfig of the user infradns-dns (deploy/rbac.yaml), in /etc/kubernetes/" + nodecfg.DNSKubeconfigDirName + "/"})
+		} else {
+			add(checkSecretFile("DNS kubeconfig", under(v.DNSKubeconfig), "chgrp 65532 "+v.DNSKubeconfig+" && chmod 0640 "+v.DNSKubeconfig)...)
+			if kc, err := os.ReadFile(under(v.DNSKubeconfig)); err == nil {
+				add(checkKubeconfigRefs(v.DNSKubeconfig, kc))
+			}
+			add(checkAPI(ctx, "DNS ", under(v.DNSKubeconfig), dnsAccess(v))...)
+		}
 	}
 	if v.BGP {
 		for _, p := range f.BGP.For(f.Node).Peers {
@@ -216,49 +232,88 @@ func checkKubeconfigRefs(path string, data []byte) finding {
 	return finding{pass, "kubeconfig files", fmt.Sprintf("%d named, all in %s", len(refs), filepath.Dir(path)), ""}
 }
 
-// checkAPI: the kubeconfig reaches the API (a certificate that does not
-// cover the server's name is named as such) and RBAC allows what lbconfig
-// and mdnsnodes do.
-func checkAPI(ctx context.Context, path string, v nodecfg.Values) []finding {
+// ask is one access review: a verb on a resource in a namespace.
+type ask struct{ verb, group, resource, ns string }
+
+func (a ask) String() string { return fmt.Sprintf("%s %s in %q", a.verb, a.resource, a.ns) }
+
+// access is what an identity must be allowed (need) and must not be
+// (deny: more than needed is a risk on every node that holds it).
+type access struct{ need, deny []ask }
+
+// lbconfigAccess is what lbconfig uses: its watches and the status
+// Leases; with shared, the DNS pod's too (it reads the same kubeconfig).
+func lbconfigAccess(v nodecfg.Values, shared bool) access {
+	ingressNS := "openshift-ingress"
+	if v.IngressService != "" {
+		ingressNS, _, _ = strings.Cut(v.IngressService, "/")
+	}
+	a := access{need: []ask{
+		{"list", "", "nodes", ""}, {"watch", "", "nodes", ""},
+		{"list", "discovery.k8s.io", "endpointslices", "default"}, {"watch", "discovery.k8s.io", "endpointslices", "default"},
+		{"list", "discovery.k8s.io", "endpointslices", ingressNS}, {"watch", "discovery.k8s.io", "endpointslices", ingressNS},
+	}, deny: []ask{{"get", "", "secrets", "kube-system"}, {"update", "coordination.k8s.io", "leases", "kube-system"}}}
+	if v.StatusLease != "" {
+		for _, verb := range []string{"get", "create", "update"} {
+			a.need = append(a.need, ask{verb, "coordination.k8s.io", "leases", v.StatusLease})
+		}
+	}
+	if shared {
+		a.need = append(a.need, nodesServiceAccess(v)...)
+	}
+	return a
+}
+
+// dnsAccess is what the DNS pod's own identity (dnsKubeconfig) uses: the
+// Nodes, or the nodes Service's slices, and not one write.
+func dnsAccess(v nodecfg.Values) access {
+	a := access{need: append([]ask{{"list", "", "nodes", ""}, {"watch", "", "nodes", ""}}, nodesServiceAccess(v)...),
+		deny: []ask{{"get", "", "secrets", "kube-system"}, {"update", "coordination.k8s.io", "leases", "kube-system"},
+			{"list", "discovery.k8s.io", "endpointslices", "default"}, {"update", "", "nodes", ""}}}
+	if v.StatusLease != "" {
+		a.deny = append(a.deny, ask{"create", "coordination.k8s.io", "leases", v.StatusLease}, ask{"update", "coordination.k8s.io", "leases", v.StatusLease})
+	}
+	return a
+}
+
+func nodesServiceAccess(v nodecfg.Values) []ask {
+	if v.NodesService == "" {
+		return nil
+	}
+	ns, _, _ := strings.Cut(v.NodesService, "/")
+	return []ask{{"list", "discovery.k8s.io", "endpointslices", ns}, {"watch", "discovery.k8s.io", "endpointslices", ns}}
+}
+
+// clientFor is a clientset over the kubeconfig at path, with a timeout
+// for a doctor that must not hang.
+func clientFor(path string) (kubernetes.Interface, string, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		return []finding{{fail, "API", err.Error(), "a kubeconfig for the user infradns (docs/operator-guide.md)"}}
+		return nil, "", err
 	}
 	cfg.Timeout = 5 * time.Second
 	cs, err := kubernetes.NewForConfig(cfg)
+	return cs, cfg.Host, err
+}
+
+// checkAPI: the kubeconfig reaches the API (a certificate that does not
+// cover the server's name is named as such) and RBAC allows what the
+// plugins reading it do, and not what they must not. prefix names the
+// identity in the findings ("" for lbconfig's, "DNS " for the DNS pod's).
+func checkAPI(ctx context.Context, prefix, path string, a access) []finding {
+	cs, host, err := clientFor(path)
 	if err != nil {
-		return []finding{{fail, "API", err.Error(), ""}}
+		return []finding{{fail, prefix + "API", err.Error(), "a kubeconfig for the user infradns (docs/operator-guide.md)"}}
 	}
 	ver, err := cs.Discovery().ServerVersion()
 	if err != nil {
 		fix := "is the server up and reachable from this node?"
 		if strings.Contains(err.Error(), "x509") {
-			fix = "the apiserver's certificate must cover the name in the kubeconfig (" + cfg.Host + "): kubeadm --apiserver-cert-extra-sans, or aim the kubeconfig at a name it covers"
+			fix = "the apiserver's certificate must cover the name in the kubeconfig (" + host + "): kubeadm --apiserver-cert-extra-sans, or aim the kubeconfig at a name it covers"
 		}
-		return []finding{{fail, "API", err.Error(), fix}}
+		return []finding{{fail, prefix + "API", err.Error(), fix}}
 	}
-	out := []finding{{pass, "API", fmt.Sprintf("%s answers (%s)", cfg.Host, ver.GitVersion), ""}}
-	type ask struct{ verb, group, resource, ns string }
-	ingressNS := "openshift-ingress"
-	if v.IngressService != "" {
-		ingressNS, _, _ = strings.Cut(v.IngressService, "/")
-	}
-	need := []ask{
-		{"list", "", "nodes", ""}, {"watch", "", "nodes", ""},
-		{"list", "discovery.k8s.io", "endpointslices", "default"}, {"watch", "discovery.k8s.io", "endpointslices", "default"},
-		{"list", "discovery.k8s.io", "endpointslices", ingressNS}, {"watch", "discovery.k8s.io", "endpointslices", ingressNS},
-	}
-	if v.StatusLease != "" {
-		for _, verb := range []string{"get", "create", "update"} {
-			need = append(need, ask{verb, "coordination.k8s.io", "leases", v.StatusLease})
-		}
-	}
-	if v.NodesService != "" {
-		ns, _, _ := strings.Cut(v.NodesService, "/")
-		need = append(need, ask{"list", "discovery.k8s.io", "endpointslices", ns}, ask{"watch", "discovery.k8s.io", "endpointslices", ns})
-	}
-	// More than needed is a risk on every node: these must be refused.
-	deny := []ask{{"get", "", "secrets", "kube-system"}, {"update", "coordination.k8s.io", "leases", "kube-system"}}
+	out := []finding{{pass, prefix + "API", fmt.Sprintf("%s answers (%s)", host, ver.GitVersion), ""}}
 	allowed := func(a ask) (bool, error) {
 		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -270,29 +325,68 @@ func checkAPI(ctx context.Context, path string, v nodecfg.Values) []finding {
 		return r.Status.Allowed, nil
 	}
 	var missing, extra []string
-	for _, a := range need {
-		ok, err := allowed(a)
+	for _, x := range a.need {
+		ok, err := allowed(x)
 		if err != nil {
-			return append(out, finding{fail, "RBAC", err.Error(), ""})
+			return append(out, finding{fail, prefix + "RBAC", err.Error(), ""})
 		}
 		if !ok {
-			missing = append(missing, fmt.Sprintf("%s %s in %q", a.verb, a.resource, a.ns))
+			missing = append(missing, x.String())
 		}
 	}
-	for _, a := range deny {
-		if ok, err := allowed(a); err == nil && ok {
-			extra = append(extra, fmt.Sprintf("%s %s in %q", a.verb, a.resource, a.ns))
+	for _, x := range a.deny {
+		if ok, err := allowed(x); err == nil && ok {
+			extra = append(extra, x.String())
 		}
+	}
+	user := "infradns (or infradns-worker on a worker)"
+	if prefix != "" {
+		user = "infradns-dns"
 	}
 	switch {
 	case len(missing) > 0:
-		out = append(out, finding{fail, "RBAC", "not allowed: " + strings.Join(missing, ", "), "kubectl apply -f deploy/rbac.yaml (and deploy/nodes-service.yaml with nodesService), bound to this kubeconfig's user"})
+		out = append(out, finding{fail, prefix + "RBAC", "not allowed: " + strings.Join(missing, ", "), "kubectl apply -f deploy/rbac.yaml (and deploy/nodes-service.yaml with nodesService), with this kubeconfig's user " + user})
 	case len(extra) > 0:
-		out = append(out, finding{warn, "RBAC", "allowed more than needed: " + strings.Join(extra, ", "), "use the user of deploy/rbac.yaml, not an administrator's kubeconfig: every node holds it"})
+		out = append(out, finding{warn, prefix + "RBAC", "allowed more than needed: " + strings.Join(extra, ", "), "use the user " + user + " of deploy/rbac.yaml, not an administrator's kubeconfig: every node holds it"})
 	default:
-		out = append(out, finding{pass, "RBAC", fmt.Sprintf("the %d permissions the plugins use, and not %d it must not have", len(need), len(deny)), ""})
+		out = append(out, finding{pass, prefix + "RBAC", fmt.Sprintf("the %d permissions the plugins use, and not %d it must not have", len(a.need), len(a.deny)), ""})
 	}
 	return out
+}
+
+// checkAPIVIPStatus asks the API, as lbconfig's identity, to create the
+// API VIP's status Lease in a dry run, so admission (deploy/rbac.yaml's
+// policy for workers, which an access review does not see) answers too:
+// a worker's identity must be refused it, a control-plane node's not.
+// Nothing is written.
+func checkAPIVIPStatus(ctx context.Context, path string, v nodecfg.Values) finding {
+	const what = "API VIP status"
+	cs, _, err := clientFor(path)
+	if err != nil {
+		return finding{fail, what, err.Error(), ""}
+	}
+	vip, err := netip.ParseAddr(v.APIVIPs[0])
+	if err != nil {
+		return finding{fail, what, err.Error(), ""}
+	}
+	name := cluster.StatusLeaseName(v.Cluster, "api", vip)
+	_, err = cs.CoordinationV1().Leases(v.StatusLease).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	refused := apierrors.IsForbidden(err)
+	if err != nil && !refused && !apierrors.IsAlreadyExists(err) {
+		return finding{fail, what, fmt.Sprintf("dry-run create of %s/%s: %v", v.StatusLease, name, err), ""}
+	}
+	switch {
+	case v.Role == nodecfg.Worker && !refused:
+		return finding{warn, what, fmt.Sprintf("this worker's identity may write %s/%s, the API VIP's: a stolen worker kubeconfig could claim the API VIP", v.StatusLease, name),
+			"give workers a kubeconfig of the user infradns-worker (deploy/rbac.yaml; Kubernetes 1.30 or later for its admission policy)"}
+	case v.Role != nodecfg.Worker && refused:
+		return finding{fail, what, fmt.Sprintf("this %s node's identity may not write %s/%s: %v", v.Role, v.StatusLease, name, err),
+			"a control-plane node's kubeconfig is the user infradns, not a worker's infradns-worker"}
+	case refused:
+		return finding{pass, what, fmt.Sprintf("a worker's identity: %s/%s refused", v.StatusLease, name), ""}
+	}
+	return finding{pass, what, fmt.Sprintf("%s/%s writable by this %s node", v.StatusLease, name, v.Role), ""}
 }
 
 // nameservers are resolv.conf's, in order.

@@ -164,7 +164,7 @@ func vipRows(leases []coordinationv1.Lease, model *cluster.Model, now time.Time)
 	if model != nil {
 		for _, g := range model.Groups() {
 			for _, a := range g.VIPs {
-				lease := fmt.Sprintf("%s-%s-vip-%s", model.Name(), g.Name, cluster.Family(a))
+				lease := cluster.StatusLeaseName(model.Name(), g.Name, a)
 				if !seen[lease] {
 					rows = append(rows, vipRow{Cluster: model.Name(), Group: g.Name, Family: cluster.Family(a), VIP: a.String(), State: stateNone})
 				}

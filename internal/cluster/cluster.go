@@ -62,6 +62,14 @@ func Family(a netip.Addr) string {
 	return "v6"
 }
 
+// StatusLeaseName is the name of the status Lease of a VIP of group:
+// CLUSTER-GROUP-vip-FAMILY (ocp4-api-vip-v4, ocp4-ingress-2-vip-v6).
+// deploy/rbac.yaml's admission policy keeps workers off the API VIP's by
+// the suffix this gives the "api" group.
+func StatusLeaseName(clusterName, group string, vip netip.Addr) string {
+	return clusterName + "-" + group + "-vip-" + Family(vip)
+}
+
 // SortedAddrs returns as unmapped, sorted and without duplicates.
 func SortedAddrs(as []netip.Addr) []netip.Addr {
 	out := make([]netip.Addr, len(as))

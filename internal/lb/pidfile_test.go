@@ -107,11 +107,15 @@ func TestSignalPidfileIdentity(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := SignalPidfile{Path: pidfile, Signal: syscall.SIGHUP, Name: "keepalived"}.Reload(context.Background())
+			// SIGUSR2, not keepalived's SIGHUP: the identity rules do not
+			// depend on the signal, and a test run under nohup (SIGHUP
+			// ignored, which every child inherits across exec) would see
+			// a delivered SIGHUP do nothing.
+			err := SignalPidfile{Path: pidfile, Signal: syscall.SIGUSR2, Name: "keepalived"}.Reload(context.Background())
 			got := ended()
 			if tc.want == "" {
-				if err != nil || got != syscall.SIGHUP {
-					t.Errorf("Reload = %v, the process ended by %v; want it signalled (SIGHUP)", err, got)
+				if err != nil || got != syscall.SIGUSR2 {
+					t.Errorf("Reload = %v, the process ended by %v; want it signalled (SIGUSR2)", err, got)
 				}
 				return
 			}

@@ -38,6 +38,11 @@ type File struct {
 	// control-plane nodes it should name the local apiserver, not the VIP
 	// that haproxy behind it provides.
 	Kubeconfig string
+	// DNSKubeconfig is the DNS pod's (mdnsnodes: list and watch, the
+	// user infradns-dns of deploy/rbac.yaml), in a directory of its own
+	// named infradns-dns, so the pod that parses the link's packets holds
+	// no credential that may write. Unset, the DNS pod uses Kubeconfig.
+	DNSKubeconfig string
 	// APIServers are static haproxy backends until the API lists its own
 	// (required on a bootstrap node; on control-plane nodes they let the
 	// VIP come up before the API answers; a worker has no haproxy).
@@ -103,6 +108,7 @@ var keys = map[string]key{
 	"image":                {"an image reference", str(func(f *File) *string { return &f.Image })},
 	"namespace":            {"a namespace", str(func(f *File) *string { return &f.Namespace })},
 	"kubeconfig":           {"a path", str(func(f *File) *string { return &f.Kubeconfig })},
+	"dnsKubeconfig":        {"a path", str(func(f *File) *string { return &f.DNSKubeconfig })},
 	"apiServers":           {"a list of ADDRESS or ADDRESS:PORT", addrPorts(func(f *File) *[]netip.AddrPort { return &f.APIServers })},
 	"upstreams":            {"a list of addresses", addrs(func(f *File) *[]netip.Addr { return &f.Upstreams })},
 	"mdnsKey":              {"a path", str(func(f *File) *string { return &f.MDNSKey })},

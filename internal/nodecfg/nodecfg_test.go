@@ -521,3 +521,66 @@ func TestKubeconfigMount(t *testing.T) {
 		}
 	}
 }
+
+// TestDNSKubeconfigMount: with dnsKubeconfig the DNS pod mounts its own
+// kubeconfig's directory and reads that file, lbconfig its own: neither
+// pod holds the other's credentials. Without it both use kubeconfig.
+func TestDNSKubeconfigMount(t *testing.T) {
+	const lbDir, dnsDir = "/etc/kubernetes/infradns", "/etc/kubernetes/infradns-dns"
+	for _, tc := range []struct {
+		name, dnsKubeconfig string
+		role                string
+		want                map[string]string // pod → the kubeconfig directory it mounts
+		corefile            string            // mdnsnodes' kubeconfig line
+	}{
+		{"control plane, own DNS identity", dnsDir + "/kubeconfig", ControlPlane,
+			map[string]string{"coredns.yaml": dnsDir, "lbconfig.yaml": lbDir}, "kubeconfig " + dnsDir + "/kubeconfig"},
+		{"worker, own DNS identity", dnsDir + "/kubeconfig", Worker,
+			map[string]string{"coredns.yaml": dnsDir, "lbconfig.yaml": lbDir}, "kubeconfig " + dnsDir + "/kubeconfig"},
+		{"one identity (no dnsKubeconfig)", "", ControlPlane,
+			map[string]string{"coredns.yaml": lbDir, "lbconfig.yaml": lbDir}, "kubeconfig " + lbDir + "/kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withRole(exampleFile(t), tc.role)
+			f.Kubeconfig = lbDir + "/kubeconfig"
+			f.DNSKubeconfig = tc.dnsKubeconfig
+			files := render(t, f)
+			got := map[string]string{}
+			for p, o := range files {
+				name, ok := strings.CutPrefix(p, ManifestDir+"/infradns-")
+				if !ok {
+					continue
+				}
+				pod, err := DecodePod(o.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vols := map[string]string{}
+				for _, v := range pod.Spec.Volumes {
+					if v.HostPath != nil {
+						vols[v.Name] = v.HostPath.Path
+					}
+				}
+				for _, c := range pod.Spec.Containers {
+					for _, m := range c.VolumeMounts {
+						if hp := vols[m.Name]; strings.HasPrefix(hp, "/etc/kubernetes/") {
+							if got[name] != "" && got[name] != hp {
+								t.Errorf("%s mounts two kubeconfig directories: %s and %s", name, got[name], hp)
+							}
+							got[name] = hp
+						}
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("kubeconfig directories mounted %v, want %v", got, tc.want)
+			}
+			if c := string(files[Corefile].Data); !strings.Contains(c, tc.corefile+"\n") {
+				t.Errorf("the DNS pod's Corefile has no %q:\n%s", tc.corefile, c)
+			}
+			if c := string(files[LBCorefile].Data); !strings.Contains(c, "kubeconfig "+lbDir+"/kubeconfig\n") || strings.Contains(c, dnsDir) {
+				t.Errorf("lbconfig's Corefile does not read lbconfig's kubeconfig alone:\n%s", c)
+			}
+		})
+	}
+}

@@ -19,6 +19,9 @@ type Values struct {
 	APIVIPs, IngressVIPs, VIPs                               []string
 	APIServers, Upstreams, Listen                            []string
 	Kubeconfig, KubeconfigDir, MDNSKey                       string
+	// DNSKubeconfig and DNSKubeconfigDir are the DNS pod's: the cluster
+	// file's dnsKubeconfig, or lbconfig's kubeconfig when it has none.
+	DNSKubeconfig, DNSKubeconfigDir string
 	StatusLease, IngressService, AdvertInterval, RouterIDs   string
 	IngressHealthURL                                         string
 	NodesService                                             string
@@ -241,7 +244,8 @@ func (f File) image(*Values) error {
 	return nil
 }
 
-// KubeconfigDirName is the name the kubeconfig's directory must have.
+// KubeconfigDirName is the name the kubeconfig's directory must have,
+// DNSKubeconfigDirName the DNS pod's.
 // The DNS and lbconfig pods mount that directory, not the file: a file
 // mount keeps the inode it started with, so a kubeconfig or certificate
 // replaced by a rename (kubectl, kubeadm, cp over a new file, any
@@ -249,38 +253,65 @@ func (f File) image(*Values) error {
 // restart, and a missing file would stop kubelet starting the DNS pod,
 // which must run before the API. A directory is only safe to mount if it
 // is infradns's own: /etc/kubernetes (admin.conf) holds pki/ca.key,
-// /var/lib/kubelet every pod's volumes. Its name says it is.
-const KubeconfigDirName = "infradns"
+// /var/lib/kubelet every pod's volumes. Its name says it is. Two names,
+// so the DNS pod, which parses whatever the link sends, never mounts the
+// credentials lbconfig writes the status Leases with.
+const (
+	KubeconfigDirName    = "infradns"
+	DNSKubeconfigDirName = "infradns-dns"
+)
 
-// apiAccess checks the kubeconfig: every node but a bootstrap one follows
-// the API, and its directory, infradns's own, is mounted into the pods.
+// apiAccess checks the kubeconfigs: every node but a bootstrap one follows
+// the API, and each kubeconfig's directory, infradns's own, is mounted
+// into the pod that reads it.
 func (f File) apiAccess(v *Values) error {
 	if f.Kubeconfig == "" {
 		if f.Role != Bootstrap {
 			return f.errorf([]string{"kubeconfig"}, "missing: a %s node follows the API", f.Role)
 		}
+		if f.DNSKubeconfig != "" {
+			return f.errorf([]string{"dnsKubeconfig"}, "set without kubeconfig: the DNS pod's identity is the read-only half of one")
+		}
 		return nil
 	}
 	if f.Role == Bootstrap {
-		v.Kubeconfig = "" // the bootstrap node has no API of its own to follow
+		v.Kubeconfig, v.DNSKubeconfig = "", "" // the bootstrap node has no API of its own to follow
 		return nil
 	}
-	if err := cluster.CheckPath(f.Kubeconfig); err != nil {
-		return f.errorf([]string{"kubeconfig"}, "%v", err)
-	}
-	dir := path.Dir(f.Kubeconfig)
-	for _, d := range []string{ConfigDir, RunDir} {
-		if dir == "/" || within(dir, d) || within(d, dir) {
-			return f.errorf([]string{"kubeconfig"}, "%q: its directory is mounted into the pods and must not be / or hold or be in %s", f.Kubeconfig, d)
-		}
-	}
-	if path.Base(dir) != KubeconfigDirName {
-		return f.errorf([]string{"kubeconfig"}, "%q: the pods mount the kubeconfig's directory, and %s is not infradns's own (it may hold other credentials): "+
-			"put the kubeconfig (and any certificate file it names) in a directory named %s that holds nothing else, such as /etc/kubernetes/%s/kubeconfig",
-			f.Kubeconfig, dir, KubeconfigDirName, KubeconfigDirName)
+	dir, err := f.kubeconfigDir("kubeconfig", f.Kubeconfig, KubeconfigDirName)
+	if err != nil {
+		return err
 	}
 	v.KubeconfigDir = dir
+	v.DNSKubeconfig, v.DNSKubeconfigDir = f.Kubeconfig, dir
+	if f.DNSKubeconfig == "" {
+		return nil
+	}
+	if dir, err = f.kubeconfigDir("dnsKubeconfig", f.DNSKubeconfig, DNSKubeconfigDirName); err != nil {
+		return err
+	}
+	v.DNSKubeconfig, v.DNSKubeconfigDir = f.DNSKubeconfig, dir
 	return nil
+}
+
+// kubeconfigDir checks one kubeconfig path (the cluster file's key) and
+// returns the directory the pod mounts, which must be named name.
+func (f File) kubeconfigDir(key, p, name string) (string, error) {
+	if err := cluster.CheckPath(p); err != nil {
+		return "", f.errorf([]string{key}, "%v", err)
+	}
+	dir := path.Dir(p)
+	for _, d := range []string{ConfigDir, RunDir} {
+		if dir == "/" || within(dir, d) || within(d, dir) {
+			return "", f.errorf([]string{key}, "%q: its directory is mounted into the pods and must not be / or hold or be in %s", p, d)
+		}
+	}
+	if path.Base(dir) != name {
+		return "", f.errorf([]string{key}, "%q: the pods mount the kubeconfig's directory, and %s is not infradns's own (it may hold other credentials): "+
+			"put the kubeconfig (and any certificate file it names) in a directory named %s that holds nothing else, such as /etc/kubernetes/%s/kubeconfig",
+			p, dir, name, name)
+	}
+	return dir, nil
 }
 
 // bgpPasswordFiles checks where the node's BGP password files are: the
@@ -296,7 +327,7 @@ func (f File) bgpPasswordFiles(v *Values) error {
 		if p.PasswordFile == "" {
 			continue
 		}
-		for _, d := range []string{ConfigDir, RunDir, ManifestDir, v.KubeconfigDir} {
+		for _, d := range []string{ConfigDir, RunDir, ManifestDir, v.KubeconfigDir, v.DNSKubeconfigDir} {
 			if d != "" && within(p.PasswordFile, d) {
 				return f.errorf([]string{"bgp"}, "peer %s: passwordFile %q is in %s, which other pods mount (or kubelet reads): keep it where only the lbconfig pod mounts it, such as /etc/infradns-bgp/", p.Address, p.PasswordFile, d)
 			}

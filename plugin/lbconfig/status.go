@@ -2,7 +2,6 @@ package lbconfig
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -59,7 +58,7 @@ func (v *vipStatus) vips() []vipInfo {
 	var out []vipInfo
 	for _, g := range v.model.Groups() {
 		for _, a := range g.VIPs {
-			out = append(out, vipInfo{addr: a, kind: g.Name, lease: fmt.Sprintf("%s-%s-vip-%s", v.model.Name(), g.Name, cluster.Family(a))})
+			out = append(out, vipInfo{addr: a, kind: g.Name, lease: cluster.StatusLeaseName(v.model.Name(), g.Name, a)})
 		}
 	}
 	return out

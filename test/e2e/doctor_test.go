@@ -17,7 +17,10 @@ import (
 	"github.com/infradns/infradns/test/e2e/lab"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // TestDoctor runs `infradns doctor` as an administrator would on a node
@@ -30,7 +33,7 @@ import (
 // what to do.
 func TestDoctor(t *testing.T) {
 	dir := t.TempDir()
-	caFile, certPEM, keyPEM := clientCertificate(t, dir, "infradns")
+	caFile, certs := clientCertificates(t, dir, "infradns-worker", "infradns-dns", "infradns")
 	c := kubetest.StartWith(t, kubetest.Options{ExtraAPIServerArgs: []string{"--client-ca-file=" + caFile}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -44,13 +47,17 @@ func TestDoctor(t *testing.T) {
 	}
 
 	root := filepath.Join(dir, "root")
-	for _, d := range []string{"etc/kubernetes/infradns", "etc/infradns"} {
+	for _, d := range []string{"etc/kubernetes/infradns", "etc/kubernetes/infradns-dns", "etc/infradns"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The worker's identities, as the guide makes them: lbconfig's
+	// infradns-worker, the DNS pod's infradns-dns.
 	kubeconfig := filepath.Join(root, "etc/kubernetes/infradns/kubeconfig")
-	writeCertKubeconfig(t, kubeconfig, c.URL, certPEM, keyPEM)
+	writeCertKubeconfig(t, kubeconfig, c.URL, certs["infradns-worker"][0], certs["infradns-worker"][1])
+	dnsKubeconfig := filepath.Join(root, "etc/kubernetes/infradns-dns/kubeconfig")
+	writeCertKubeconfig(t, dnsKubeconfig, c.URL, certs["infradns-dns"][0], certs["infradns-dns"][1])
 	secret := func(path string) {
 		t.Helper()
 		if err := os.Chown(path, 0, 65532); err != nil {
@@ -61,6 +68,15 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 	secret(kubeconfig)
+	secret(dnsKubeconfig)
+	workerCS, err := kubernetes.NewForConfig(&rest.Config{Host: c.URL, TLSClientConfig: rest.TLSClientConfig{
+		Insecure: true, CertData: certs["infradns-worker"][0], KeyData: certs["infradns-worker"][1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := workerPolicyInForce(t, ctx, c.Client, workerCS, "ocp4-api-vip-v4"); !apierrors.IsForbidden(err) {
+		t.Fatalf("the worker policy: %v, want 403", err)
+	}
 	infradns := lab.Binary(t, "infradns")
 	key := filepath.Join(root, "etc/infradns/mdns.key")
 	if out, err := exec.Command(infradns, "gen-key", "-o", key).CombinedOutput(); err != nil {
@@ -82,6 +98,7 @@ ingressVIPs: [192.0.2.10, 2001:db8::10]
 interface: ens3
 image: quay.io/infradns/infradns:v0.1.0
 kubeconfig: /etc/kubernetes/infradns/kubeconfig
+dnsKubeconfig: /etc/kubernetes/infradns-dns/kubeconfig
 mdnsKey: /etc/infradns/mdns.key
 upstreams: [198.51.100.53]
 `), 0o644); err != nil {
@@ -111,8 +128,12 @@ upstreams: [198.51.100.53]
 		return nil
 	})
 
+	var doctorAs func(when, role string) (string, error)
 	doctor := func(when string) (string, error) {
-		cmd := exec.Command(infradns, "doctor", "-f", clusterFile, "-role", "worker", "-node", "doctor-node",
+		return doctorAs(when, "worker")
+	}
+	doctorAs = func(when, role string) (string, error) {
+		cmd := exec.Command(infradns, "doctor", "-f", clusterFile, "-role", role, "-node", "doctor-node",
 			"-root", root, "-server", server, "-scan", "0")
 		out, err := cmd.CombinedOutput()
 		t.Logf("infradns doctor, %s:\n%s", when, out)
@@ -122,10 +143,18 @@ upstreams: [198.51.100.53]
 	if err != nil {
 		t.Errorf("doctor failed on a correct installation: %v", err)
 	}
-	for _, check := range []string{"cluster file", "kubeconfig", "API", "RBAC", "mDNS key", "resolv.conf", "forward.conf", "api-int", `\*\.apps`, "node name"} {
+	for _, check := range []string{"cluster file", "kubeconfig", "API", "RBAC", "API VIP status", "DNS kubeconfig", "DNS API", "DNS RBAC", "mDNS key", "resolv.conf", "forward.conf", "api-int", `\*\.apps`, "node name"} {
 		if !regexp.MustCompile(`(?m)^PASS  ` + check + `\s`).MatchString(out) {
 			t.Errorf("no PASS for %s", check)
 		}
+	}
+
+	// A worker's identity on a control-plane node: it may not write the
+	// API VIP's status (the admission policy of deploy/rbac.yaml, which
+	// only a dry-run write shows).
+	out, err = doctorAs("with the worker's kubeconfig on a control-plane node", "control-plane")
+	if err == nil || !regexp.MustCompile(`(?m)^FAIL  API VIP status\s.*may not write`).MatchString(out) {
+		t.Errorf("doctor = %v, want a FAIL for the API VIP status", err)
 	}
 
 	// What an administrator gets wrong.
@@ -146,12 +175,12 @@ upstreams: [198.51.100.53]
 	if err == nil {
 		t.Error("doctor passed a broken installation")
 	}
-	for _, want := range []string{`(?m)^FAIL  mDNS key\s.*readable by everyone`, `(?m)^FAIL  forward.conf\s.*this node`, `(?m)^WARN  RBAC\s.*more than needed`} {
+	for _, want := range []string{`(?m)^FAIL  mDNS key\s.*readable by everyone`, `(?m)^FAIL  forward.conf\s.*this node`, `(?m)^WARN  RBAC\s.*more than needed`, `(?m)^WARN  API VIP status\s.*could claim the API VIP`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("no line matching %q", want)
 		}
 	}
-	if n := strings.Count(out, "fix: "); n < 3 {
-		t.Errorf("%d fixes for 3 problems", n)
+	if n := strings.Count(out, "fix: "); n < 4 {
+		t.Errorf("%d fixes for 4 problems", n)
 	}
 }

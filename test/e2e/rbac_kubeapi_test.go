@@ -27,6 +27,7 @@ import (
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/test/e2e/lab"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -47,16 +48,20 @@ const rbacStatusLeaseNS = "infradns"
 
 // TestRBACAgainstKubeAPIServer applies deploy/rbac.yaml as written (each
 // document decoded strictly and created) to a real kube-apiserver running
-// --authorization-mode=RBAC, then acts as the user it binds with a client
-// certificate (CN=infradns, no group), the identity `kubeadm kubeconfig user
-// --client-name infradns` gives every node. It checks that the identity can
-// do what lbconfig and mdnsnodes do, through their own code (internal/kube's
+// --authorization-mode=RBAC, then acts as each user it binds with a client
+// certificate (no group), as `kubeadm kubeconfig user --client-name NAME`
+// gives them. infradns, a control-plane node's lbconfig, can do what
+// lbconfig and mdnsnodes do, through their own code (internal/kube's
 // watches and HolderLease over a kubeconfig), and nothing around it: no
 // other namespace's EndpointSlices, no Lease in kube-system (the control
-// plane's leader election), no write to Nodes.
+// plane's leader election), no write to Nodes. infradns-worker, a worker's
+// lbconfig, can do the same except write the API VIP's status Leases (the
+// file's admission policy); infradns-dns, the DNS pod, can only list and
+// watch Nodes.
 func TestRBACAgainstKubeAPIServer(t *testing.T) {
 	dir := t.TempDir()
-	caFile, certPEM, keyPEM := clientCertificate(t, dir, "infradns")
+	caFile, certs := clientCertificates(t, dir, "infradns", "infradns-worker", "infradns-dns")
+	certPEM, keyPEM := certs["infradns"][0], certs["infradns"][1]
 	c := kubetest.StartWith(t, kubetest.Options{ExtraAPIServerArgs: []string{"--client-ca-file=" + caFile}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -328,6 +333,207 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 			t.Errorf("lease kube-system/%s: holder %q, want master-0_%s", name, h, name)
 		}
 	}
+
+	workerIdentity(t, ctx, c, dir, certs["infradns-worker"], client)
+	dnsIdentity(t, ctx, c, dir, certs["infradns-dns"])
+}
+
+// identity is a node's view as user: the plugins' client and a clientset
+// for what they never do, over a kubeconfig with the user's certificate,
+// after checking the apiserver takes the certificate for that user.
+func identity(t *testing.T, ctx context.Context, c *kubetest.Cluster, dir, user string, cert [2][]byte) (kube.Client, kubernetes.Interface) {
+	t.Helper()
+	kubeconfig := filepath.Join(dir, user+".kubeconfig")
+	writeCertKubeconfig(t, kubeconfig, c.URL, cert[0], cert[1])
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kube.FromKubeconfig(kubeconfig, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setupStep(t, "SelfSubjectReview as "+user, func() error {
+		r, err := as.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if u := r.Status.UserInfo.Username; u != user {
+			return fmt.Errorf("authenticated as %q %v, want %q", u, r.Status.UserInfo.Groups, user)
+		}
+		return nil
+	})
+	return client, as
+}
+
+// workerIdentity: a worker's lbconfig (infradns-worker) runs lbconfig's
+// watches and holds ingress VIPs' status Leases, created and taken over,
+// but the admission policy refuses it the API VIP's, created or updated,
+// with 403 and the policy's message, and leaves the control plane's
+// holder in place. cp is the control-plane identity's client (infradns),
+// which still writes the API VIP's Lease once the policy is in force.
+func workerIdentity(t *testing.T, ctx context.Context, c *kubetest.Cluster, dir string, cert [2][]byte, cp kube.Client) {
+	t.Helper()
+	admin := c.Client
+	client, as := identity(t, ctx, c, dir, "infradns-worker", cert)
+	hl := kube.HolderLease{Client: client, Namespace: rbacStatusLeaseNS, Duration: 30 * time.Second, Timeout: 10 * time.Second}
+	since := time.Now()
+
+	const newAPILease = "ocp4-api-vip-v6"
+	denial := workerPolicyInForce(t, ctx, admin, as, newAPILease)
+	if !apierrors.IsForbidden(denial) || !strings.Contains(denial.Error(), "never holds the API VIP") {
+		t.Errorf("worker: create Lease %s: %v, want 403 Forbidden with the policy's message", newAPILease, denial)
+	} else {
+		t.Logf("403 as it should: worker creates %s: %v", newAPILease, denial)
+	}
+
+	allowed := func(what string, f func() error) {
+		t.Helper()
+		if err := lab.Poll(ctx, 5*time.Second, 50*time.Millisecond, f); err != nil {
+			t.Errorf("worker allowed: %s: %v", what, err)
+			return
+		}
+		t.Logf("worker allowed: %s", what)
+	}
+	forbidden := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("worker forbidden: %s: got %v, want 403 Forbidden", what, err)
+			return
+		}
+		t.Logf("worker 403 as it should: %s", what)
+	}
+	allowed("lbconfig's watches sync and see the cluster", func() error {
+		s, err := firstSnapshot(ctx, client, false)
+		if err != nil {
+			return err
+		}
+		if len(s.Nodes) < 2 || fmt.Sprint(s.APIServers) != "[198.51.100.10:6443]" || !slices.Equal(s.IngressNodes, []string{"worker-0"}) {
+			return fmt.Errorf("snapshot %d nodes, apiservers %v, ingress nodes %v", len(s.Nodes), s.APIServers, s.IngressNodes)
+		}
+		return nil
+	})
+	// Ingress VIPs: a new Lease, renewed, and one the control plane held.
+	for _, step := range []struct{ lease, holder string }{
+		{"ocp4-ingress-vip-v4", "worker-0"},
+		{"ocp4-ingress-vip-v4", "worker-0"},
+		{"ocp4-ingress-2-vip-v6", "worker-1"},
+	} {
+		allowed(fmt.Sprintf("status Lease %s held by %s", step.lease, step.holder), func() error {
+			return hl.Renew(ctx, step.lease, step.holder, since)
+		})
+	}
+	// The API VIP's: the Lease the control plane holds, through lbconfig's
+	// own renewal and as a plain update, and a new one.
+	forbidden("take over ocp4-api-vip-v4 through HolderLease", errors.Unwrap(hl.Renew(ctx, "ocp4-api-vip-v4", "worker-0", since)))
+	forbidden("update ocp4-api-vip-v4", func() error {
+		l, err := admin.CoordinationV1().Leases(rbacStatusLeaseNS).Get(ctx, "ocp4-api-vip-v4", metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+		l.Spec.HolderIdentity = strPtr("worker-0")
+		_, err = as.CoordinationV1().Leases(rbacStatusLeaseNS).Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}())
+	forbidden("create "+newAPILease+" through HolderLease", errors.Unwrap(hl.Renew(ctx, newAPILease, "worker-0", since)))
+	forbidden("delete ocp4-ingress-vip-v4", as.CoordinationV1().Leases(rbacStatusLeaseNS).Delete(ctx, "ocp4-ingress-vip-v4", metav1.DeleteOptions{}))
+	forbidden("list EndpointSlices in kube-system", func() error {
+		_, err := as.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{})
+		return err
+	}())
+
+	// The control plane's identity is not the worker's: the policy leaves
+	// it the API VIP's Leases.
+	cpl := kube.HolderLease{Client: cp, Namespace: rbacStatusLeaseNS, Duration: 30 * time.Second, Timeout: 10 * time.Second}
+	if err := cpl.Renew(ctx, newAPILease, "master-0", since); err != nil {
+		t.Errorf("control plane: create %s with the policy in force: %v", newAPILease, err)
+	}
+	for name, want := range map[string]string{"ocp4-api-vip-v4": "master-1", newAPILease: "master-0", "ocp4-ingress-2-vip-v6": "worker-1", "ocp4-ingress-vip-v4": "worker-0"} {
+		l, err := admin.CoordinationV1().Leases(rbacStatusLeaseNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("admin: lease %s: %v", name, err)
+		} else if h := derefOr(l.Spec.HolderIdentity); h != want {
+			t.Errorf("lease %s: holder %q, want %q", name, h, want)
+		}
+	}
+}
+
+// workerPolicyInForce waits until deploy/rbac.yaml's admission policy
+// refuses worker (a clientset as infradns-worker) the creation of the
+// API VIP's status Lease named lease, and returns the refusal. The policy
+// reaches the apiserver's admission through an informer: until it is in
+// force a create goes through, so the admin undoes it and it is asked
+// again. Bounded: a policy never enforced fails the test.
+func workerPolicyInForce(t *testing.T, ctx context.Context, admin, worker kubernetes.Interface, lease string) error {
+	t.Helper()
+	var denial error
+	lab.Eventually(t, 20*time.Second, 100*time.Millisecond, "the worker policy refuses a worker the API VIP's Lease", func() error {
+		_, err := worker.CoordinationV1().Leases(rbacStatusLeaseNS).Create(ctx, holderLease(lease, "worker-0"), metav1.CreateOptions{})
+		if err == nil {
+			if err := admin.CoordinationV1().Leases(rbacStatusLeaseNS).Delete(ctx, lease, metav1.DeleteOptions{}); err != nil {
+				return fmt.Errorf("admin: undo the early create: %w", err)
+			}
+			return errors.New("created: the policy is not in force yet")
+		}
+		denial = err
+		return nil
+	})
+	return denial
+}
+
+// dnsIdentity: the DNS pod's identity (infradns-dns) runs mdnsnodes' watch
+// of the Nodes and can do nothing else: no EndpointSlices, no Lease read
+// or written, no Node written.
+func dnsIdentity(t *testing.T, ctx context.Context, c *kubetest.Cluster, dir string, cert [2][]byte) {
+	t.Helper()
+	client, as := identity(t, ctx, c, dir, "infradns-dns", cert)
+	if err := lab.Poll(ctx, 5*time.Second, 50*time.Millisecond, func() error {
+		s, err := firstSnapshot(ctx, client, true)
+		if err != nil {
+			return err
+		}
+		if _, ok := s.Node("worker-0"); !ok {
+			return fmt.Errorf("snapshot without worker-0: %v", s.Nodes)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("dns allowed: mdnsnodes' watch (Nodes only) syncs: %v", err)
+	} else {
+		t.Log("dns allowed: mdnsnodes' watch (Nodes only) syncs")
+	}
+	forbidden := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("dns forbidden: %s: got %v, want 403 Forbidden", what, err)
+			return
+		}
+		t.Logf("dns 403 as it should: %s", what)
+	}
+	for _, ns := range []string{"default", kube.DefaultIngressNamespace} {
+		forbidden("list EndpointSlices in "+ns, func() error {
+			_, err := as.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+			return err
+		}())
+	}
+	hl := kube.HolderLease{Client: client, Namespace: rbacStatusLeaseNS, Duration: 30 * time.Second, Timeout: 10 * time.Second}
+	forbidden("renew the ingress VIP's Lease through HolderLease", errors.Unwrap(hl.Renew(ctx, "ocp4-ingress-vip-v4", "master-0", time.Now())))
+	forbidden("create a Lease in "+rbacStatusLeaseNS, func() error {
+		_, err := as.CoordinationV1().Leases(rbacStatusLeaseNS).Create(ctx, holderLease("ocp4-ingress-3-vip-v4", "master-0"), metav1.CreateOptions{})
+		return err
+	}())
+	forbidden("get a Lease in "+rbacStatusLeaseNS, func() error {
+		_, err := as.CoordinationV1().Leases(rbacStatusLeaseNS).Get(ctx, "ocp4-api-vip-v4", metav1.GetOptions{})
+		return err
+	}())
+	forbidden("patch a Node", func() error {
+		_, err := as.CoreV1().Nodes().Patch(ctx, "worker-0", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"node.kubernetes.io/exclude-from-external-load-balancers":""}}}`), metav1.PatchOptions{})
+		return err
+	}())
 }
 
 // applyRBAC creates every object of the rbac.yaml at path, in file order,
@@ -364,6 +570,14 @@ func applyRBAC(t *testing.T, ctx context.Context, cs kubernetes.Interface, path 
 		case "rbac.authorization.k8s.io/v1 RoleBinding":
 			name, err = createDoc(ctx, doc, func(o *rbacv1.RoleBinding) (metav1.Object, error) {
 				return cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			})
+		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy":
+			name, err = createDoc(ctx, doc, func(o *admissionv1.ValidatingAdmissionPolicy) (metav1.Object, error) {
+				return cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
+			})
+		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding":
+			name, err = createDoc(ctx, doc, func(o *admissionv1.ValidatingAdmissionPolicyBinding) (metav1.Object, error) {
+				return cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
 			})
 		default:
 			err = fmt.Errorf("unexpected %q %q", tm.APIVersion, tm.Kind)
@@ -443,6 +657,15 @@ func createDoc[T any](ctx context.Context, doc string, f func(*T) (metav1.Object
 // client certificate signed by it for user cn, returned as PEM.
 func clientCertificate(t *testing.T, dir, cn string) (caFile string, certPEM, keyPEM []byte) {
 	t.Helper()
+	caFile, certs := clientCertificates(t, dir, cn)
+	return caFile, certs[cn][0], certs[cn][1]
+}
+
+// clientCertificates makes a CA (written to dir, for --client-ca-file) and
+// a client certificate signed by it for each user cn: certificate and key,
+// as PEM.
+func clientCertificates(t *testing.T, dir string, cns ...string) (caFile string, certs map[string][2][]byte) {
+	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -461,28 +684,32 @@ func clientCertificate(t *testing.T, dir, cn string) (caFile string, certPEM, ke
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	caFile = filepath.Join(dir, "client-ca.crt")
 	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	certs = map[string][2][]byte{}
+	for i, cn := range cns {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+			SerialNumber: big.NewInt(int64(2 + i)), Subject: pkix.Name{CommonName: cn},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs[cn] = [2][]byte{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}
+	}
+	return caFile, certs
 }
 
 // writeCertKubeconfig writes a kubeconfig for server with a client
