@@ -21,13 +21,13 @@ type Values struct {
 	Kubeconfig, KubeconfigDir, MDNSKey                       string
 	// DNSKubeconfig and DNSKubeconfigDir are the DNS pod's: the cluster
 	// file's dnsKubeconfig, or lbconfig's kubeconfig when it has none.
-	DNSKubeconfig, DNSKubeconfigDir string
-	StatusLease, IngressService, AdvertInterval, RouterIDs   string
-	IngressHealthURL                                         string
-	NodesService                                             string
-	Unicast                                                  bool
-	VRRPVersion                                              int
-	APIPort, LBPort, HAHealthPort                            uint16
+	DNSKubeconfig, DNSKubeconfigDir                        string
+	StatusLease, IngressService, AdvertInterval, RouterIDs string
+	IngressHealthURL                                       string
+	NodesService                                           string
+	Unicast                                                bool
+	VRRPVersion                                            int
+	APIPort, LBPort, HAHealthPort                          uint16
 	// LB: this node runs keepalived; HAProxy: and the API load balancer.
 	LB, HAProxy bool
 	// BGP: the VIPs are announced over BGP (no keepalived); BGPOptions
