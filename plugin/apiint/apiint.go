@@ -56,9 +56,11 @@ func (a *APIInt) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 	if zone == "" {
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
-	if r.Opcode != dns.OpcodeQuery {
-		requestCount.Inc(ctx, authority.NotImplemented)
-		return dns.RcodeNotImplemented, nil
+	if rc, res := authority.Screen(r, q); res != "" {
+		// Malformed (FORMERR), not QUERY (NOTIMP), not class IN or a
+		// zone transfer (REFUSED): the server writes the reply.
+		requestCount.Inc(ctx, res)
+		return rc, nil
 	}
 	if set, ok := a.names[q.Name]; ok {
 		rc, res := a.Write(w, r, zone, set.RRs(q.QName, q.Type, a.ttl))

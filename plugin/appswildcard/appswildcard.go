@@ -64,9 +64,11 @@ func (a *AppsWildcard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	if zone == "" {
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
-	if r.Opcode != dns.OpcodeQuery {
-		requestCount.Inc(ctx, authority.NotImplemented)
-		return dns.RcodeNotImplemented, nil
+	if rc, res := authority.Screen(r, q); res != "" {
+		// Malformed (FORMERR), not QUERY (NOTIMP), not class IN or a
+		// zone transfer (REFUSED): the server writes the reply.
+		requestCount.Inc(ctx, res)
+		return rc, nil
 	}
 	for i := range a.wildcards {
 		wc := &a.wildcards[i]
