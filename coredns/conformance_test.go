@@ -1,0 +1,279 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/plugintest"
+
+	"github.com/miekg/dns"
+)
+
+// corefileShapes are the Corefile shapes issue 26 asks every answer of the
+// cluster zone to hold in: zone and root blocks, with and without cache and
+// forward (forward makes CoreDNS pass every class to the plugins).
+func corefileShapes(t *testing.T, up string) map[string]string {
+	port := plugintest.FreePort(t, "udp", "tcp")
+	return map[string]string{
+		"zone block": `ocp4.example.com:0 {
+			apiint 192.0.2.5 2001:db8::5
+			appswildcard 192.0.2.10
+		}`,
+		"zone block with cache and forward": `ocp4.example.com:0 {
+			cache 30
+			apiint 192.0.2.5 2001:db8::5
+			appswildcard 192.0.2.10
+			forward . ` + up + `
+		}`,
+		"root block with forward": `.:0 {
+			apiint 192.0.2.5 2001:db8::5 {
+				zone ocp4.example.com
+			}
+			appswildcard 192.0.2.10 {
+				zone ocp4.example.com
+			}
+			forward . ` + up + `
+		}`,
+		"zone block beside a root block with cache and forward": fmt.Sprintf(`ocp4.example.com:%d {
+			apiint 192.0.2.5 2001:db8::5
+			appswildcard 192.0.2.10
+		}
+		.:%d {
+			cache 30
+			forward . %s
+		}`, port, port, up),
+	}
+}
+
+// transports returns the server's UDP and TCP addresses by network.
+func transports(udp, tcp string) []struct{ net, addr string } {
+	return []struct{ net, addr string }{{"udp", udp}, {"tcp", tcp}}
+}
+
+func send(t *testing.T, network, addr string, m *dns.Msg) *dns.Msg {
+	t.Helper()
+	c := &dns.Client{Net: network, Timeout: 3 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("%v over %s: %v", m.Question, network, err)
+	}
+	return r
+}
+
+// TestServerClassesRefused: a class other than IN for a name of the cluster
+// zone is REFUSED in every Corefile shape, over UDP and TCP, never answered
+// with IN data (issue 26, class 2).
+func TestServerClassesRefused(t *testing.T) {
+	for shape, corefile := range corefileShapes(t, upstream(t)) {
+		t.Run(shape, func(t *testing.T) {
+			udp, tcp := startServer(t, corefile)
+			for _, class := range []uint16{dns.ClassCHAOS, dns.ClassHESIOD, dns.ClassNONE, dns.ClassANY} {
+				for _, q := range []struct {
+					name  string
+					qtype uint16
+				}{
+					{"api-int.ocp4.example.com.", dns.TypeA},
+					{"console.apps.ocp4.example.com.", dns.TypeA},
+					{"ocp4.example.com.", dns.TypeSOA},
+					{"nothere.ocp4.example.com.", dns.TypeA},
+				} {
+					for _, tr := range transports(udp, tcp) {
+						m := new(dns.Msg)
+						m.SetQuestion(q.name, q.qtype)
+						m.Question[0].Qclass = class
+						r := send(t, tr.net, tr.addr, m)
+						if r.Rcode != dns.RcodeRefused || len(r.Answer) != 0 {
+							t.Errorf("%s %s %s over %s: %s with %v, want REFUSED and no answer",
+								dns.ClassToString[class], q.name, dns.TypeToString[q.qtype], tr.net, dns.RcodeToString[r.Rcode], r.Answer)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestServerZoneTransfers: AXFR and IXFR are REFUSED over UDP and TCP
+// (issue 26, class 4), and ANY answers with data (class 3).
+func TestServerZoneTransfers(t *testing.T) {
+	for shape, corefile := range corefileShapes(t, upstream(t)) {
+		t.Run(shape, func(t *testing.T) {
+			udp, tcp := startServer(t, corefile)
+			for _, tr := range transports(udp, tcp) {
+				for _, qtype := range []uint16{dns.TypeAXFR, dns.TypeIXFR} {
+					m := new(dns.Msg)
+					m.SetQuestion("ocp4.example.com.", qtype)
+					if qtype == dns.TypeIXFR {
+						soa, _ := dns.NewRR("ocp4.example.com. 0 IN SOA ns.dns.ocp4.example.com. hostmaster.ocp4.example.com. 1 7200 1800 86400 30")
+						m.Ns = []dns.RR{soa}
+					}
+					r := send(t, tr.net, tr.addr, m)
+					if r.Rcode != dns.RcodeRefused || len(r.Answer)+len(r.Ns) != 0 {
+						t.Errorf("%s over %s: %s with %v %v, want REFUSED and nothing else", dns.TypeToString[qtype], tr.net, dns.RcodeToString[r.Rcode], r.Answer, r.Ns)
+					}
+				}
+				r := exchange(t, tr.net, tr.addr, "api-int.ocp4.example.com.", dns.TypeANY, 0)
+				if r.Rcode != dns.RcodeSuccess || answers(r) != "192.0.2.5 2001:db8::5" {
+					t.Errorf("ANY api-int over %s: %s %q, want NOERROR with both VIPs", tr.net, dns.RcodeToString[r.Rcode], answers(r))
+				}
+			}
+		})
+	}
+}
+
+// TestServerErrorRepliesKeepOPT: an error reply to a query with EDNS carries
+// an OPT record (RFC 6891 §7; issue 26, class 5): NOTIMP for every opcode
+// but QUERY, REFUSED and FORMERR.
+func TestServerErrorRepliesKeepOPT(t *testing.T) {
+	udp, tcp := startServer(t, `.:0 {
+		apiint 192.0.2.5 {
+			zone ocp4.example.com
+		}
+		forward . `+upstream(t)+`
+	}`)
+	type query struct {
+		name   string
+		mod    func(m *dns.Msg)
+		rcode  int
+		detail string
+	}
+	var queries []query
+	for op := 1; op < 16; op++ { // every opcode but QUERY, unassigned ones too
+		queries = append(queries, query{fmt.Sprintf("opcode %d", op), func(m *dns.Msg) { m.Opcode = op }, dns.RcodeNotImplemented, ""})
+	}
+	queries = append(queries,
+		query{"class CH", func(m *dns.Msg) { m.Question[0].Qclass = dns.ClassCHAOS }, dns.RcodeRefused, ""},
+		query{"AXFR", func(m *dns.Msg) { m.Question[0].Qtype = dns.TypeAXFR }, dns.RcodeRefused, ""},
+		query{"OPT owned by a name", func(m *dns.Msg) { m.Extra[0].Header().Name = "x." }, dns.RcodeFormatError, ""},
+	)
+	for _, q := range queries {
+		for _, tr := range transports(udp, tcp) {
+			m := new(dns.Msg)
+			m.SetQuestion("api-int.ocp4.example.com.", dns.TypeA)
+			m.SetEdns0(1232, true)
+			q.mod(m)
+			r := send(t, tr.net, tr.addr, m)
+			if r.Rcode != q.rcode || len(r.Answer) != 0 {
+				t.Errorf("%s over %s: %s with %d answers, want %s and none", q.name, tr.net, dns.RcodeToString[r.Rcode], len(r.Answer), dns.RcodeToString[q.rcode])
+			}
+			if r.IsEdns0() == nil {
+				t.Errorf("%s over %s: %s reply without the OPT record", q.name, tr.net, dns.RcodeToString[r.Rcode])
+			}
+		}
+	}
+}
+
+// rawExchange sends b as one DNS message over network and returns the reply,
+// or nil when none came within a second.
+func rawExchange(t *testing.T, network, addr string, b []byte) *dns.Msg {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if network == "tcp" {
+		b = append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...)
+	}
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 65536)
+	n := 0
+	if network == "tcp" {
+		var l [2]byte
+		if _, err := readFull(c, l[:]); err != nil {
+			return nil
+		}
+		if n, err = readFull(c, buf[:binary.BigEndian.Uint16(l[:])]); err != nil {
+			return nil
+		}
+	} else if n, err = c.Read(buf); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	r := new(dns.Msg)
+	if err := r.Unpack(buf[:n]); err != nil {
+		t.Fatalf("Reply does not unpack: %v", err)
+	}
+	return r
+}
+
+func readFull(c net.Conn, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := c.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// TestServerMalformedQueries sends malformed packets to a real server: each
+// gets FORMERR (or no reply), never records (issue 26, class 6).
+func TestServerMalformedQueries(t *testing.T) {
+	query := func(edns bool) []byte {
+		m := new(dns.Msg)
+		m.SetQuestion("api-int.ocp4.example.com.", dns.TypeA)
+		if edns {
+			m.SetEdns0(1232, false)
+		}
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	plain := query(false)
+	withOPT := query(true)
+	// An OPT record in wire form: root owner, type 41, size 1232, TTL 0, no data.
+	opt := []byte{0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0}
+	twoOPT := append(append([]byte{}, withOPT...), opt...)
+	twoOPT[11] = 2 // ARCOUNT
+	// The same OPT owned by "x.".
+	namedOPT := append(append([]byte{}, plain...), append([]byte{1, 'x', 0}, opt[1:]...)...)
+	namedOPT[11] = 1
+	cutBeforeType := plain[:len(plain)-4]
+	cutBeforeClass := plain[:len(plain)-2]
+
+	shapes := corefileShapes(t, upstream(t))
+	for _, shape := range []string{"zone block", "root block with forward"} {
+		t.Run(shape, func(t *testing.T) {
+			udp, tcp := startServer(t, shapes[shape])
+			for _, tc := range []struct {
+				name string
+				b    []byte
+				// refusedOK: CoreDNS refuses a class other than IN before
+				// any plugin when no forward is in the server: no records
+				// either, but not the FORMERR the plugins give.
+				refusedOK bool
+			}{
+				{"two OPT records", twoOPT, false},
+				{"OPT owned by a name", namedOPT, false},
+				{"question cut before its type", cutBeforeType, shape == "zone block"},
+				{"question cut before its class", cutBeforeClass, shape == "zone block"},
+			} {
+				for _, tr := range transports(udp, tcp) {
+					r := rawExchange(t, tr.net, tr.addr, tc.b)
+					if r == nil {
+						continue // no reply is allowed
+					}
+					ok := r.Rcode == dns.RcodeFormatError || tc.refusedOK && r.Rcode == dns.RcodeRefused
+					if !ok || len(r.Answer)+len(r.Ns) != 0 {
+						t.Errorf("%s over %s: %s with %v %v, want FORMERR and no records", tc.name, tr.net, dns.RcodeToString[r.Rcode], r.Answer, r.Ns)
+					}
+				}
+			}
+		})
+	}
+}
