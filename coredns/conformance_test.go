@@ -221,6 +221,14 @@ func readFull(c net.Conn, b []byte) (int, error) {
 
 // TestServerMalformedQueries sends malformed packets to a real server: each
 // gets FORMERR (or no reply), never records (issue 26, class 6).
+//
+// Not covered, because no hook of CoreDNS 1.15 sees them: a header that
+// claims ARCOUNT=1 with no record after the question, and a 12-byte header
+// claiming QDCOUNT=1 (CoreDNS answers SERVFAIL). miekg/dns unpacks a count
+// that runs past the end as a shorter section and keeps no header counts in
+// the Msg; the accept function sees only the header and the plugins only
+// the unpacked Msg. The raw packet is seen by dns.Server.DecorateReader,
+// which CoreDNS's server does not let a build set.
 func TestServerMalformedQueries(t *testing.T) {
 	query := func(edns bool) []byte {
 		m := new(dns.Msg)
@@ -272,6 +280,39 @@ func TestServerMalformedQueries(t *testing.T) {
 					if !ok || len(r.Answer)+len(r.Ns) != 0 {
 						t.Errorf("%s over %s: %s with %v %v, want FORMERR and no records", tc.name, tr.net, dns.RcodeToString[r.Rcode], r.Answer, r.Ns)
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestServerEscapedDots: a dot escaped inside a label is not a boundary
+// (issue 26, class 1). x\.apps is one label directly below the zone:
+// NXDOMAIN; x\.ocp4 is a label below example.com, outside the zone: the
+// zone's plugins pass it on (to forward in a root block; a zone block does
+// not match it at all and CoreDNS refuses it).
+func TestServerEscapedDots(t *testing.T) {
+	shapes := corefileShapes(t, upstream(t))
+	for _, tc := range []struct {
+		shape, name string
+		rcode       int
+		want        string
+		aa          bool
+	}{
+		{"root block with forward", `x\.apps.ocp4.example.com.`, dns.RcodeNameError, "", true},
+		{"root block with forward", `x\.ocp4.example.com.`, dns.RcodeSuccess, "198.51.100.53", false},
+		{"root block with forward", `api-int\.ocp4.example.com.`, dns.RcodeSuccess, "198.51.100.53", false},
+		{"root block with forward", `a\.b.apps.ocp4.example.com.`, dns.RcodeSuccess, "192.0.2.10", true},
+		{"zone block", `x\.apps.ocp4.example.com.`, dns.RcodeNameError, "", true},
+		{"zone block", `x\.ocp4.example.com.`, dns.RcodeRefused, "", false},
+	} {
+		t.Run(tc.shape+" "+tc.name, func(t *testing.T) {
+			udp, tcp := startServer(t, shapes[tc.shape])
+			for _, tr := range transports(udp, tcp) {
+				r := exchange(t, tr.net, tr.addr, tc.name, dns.TypeA, 0)
+				if r.Rcode != tc.rcode || answers(r) != tc.want || r.Authoritative != tc.aa {
+					t.Errorf("Over %s: %s aa=%v %q, want %s aa=%v %q", tr.net, dns.RcodeToString[r.Rcode], r.Authoritative, answers(r),
+						dns.RcodeToString[tc.rcode], tc.aa, tc.want)
 				}
 			}
 		})
