@@ -318,3 +318,31 @@ func TestServerEscapedDots(t *testing.T) {
 		})
 	}
 }
+
+// TestServerPTR: the VIPs answer PTR through the whole chain, IPv4 and IPv6;
+// a reverse name of an address no plugin knows goes on to forward.
+func TestServerPTR(t *testing.T) {
+	udp, tcp := startServer(t, corefileShapes(t, upstream(t))["root block with forward"])
+	for _, tc := range []struct {
+		name, want string
+		aa         bool
+	}{
+		{"5.2.0.192.in-addr.arpa.", "api-int.ocp4.example.com.", true},
+		{"5.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.", "api-int.ocp4.example.com.", true},
+		{"10.2.0.192.in-addr.arpa.", "ingress.apps.ocp4.example.com.", true},
+		{"9.2.0.192.in-addr.arpa.", "", false}, // forward's upstream: NOERROR, nothing
+	} {
+		for _, tr := range transports(udp, tcp) {
+			r := exchange(t, tr.net, tr.addr, tc.name, dns.TypePTR, 0)
+			got := ""
+			if len(r.Answer) == 1 {
+				if p, ok := r.Answer[0].(*dns.PTR); ok {
+					got = p.Ptr
+				}
+			}
+			if r.Rcode != dns.RcodeSuccess || got != tc.want || r.Authoritative != tc.aa || len(r.Answer) > 1 {
+				t.Errorf("PTR %s over %s: %s aa=%v %v, want %q aa=%v", tc.name, tr.net, dns.RcodeToString[r.Rcode], r.Authoritative, r.Answer, tc.want, tc.aa)
+			}
+		}
+	}
+}

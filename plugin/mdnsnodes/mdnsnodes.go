@@ -207,6 +207,12 @@ func (m *MDNSNodes) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 	}
 	zone := m.Match(q.Name)
 	if zone == "" {
+		if records.IsReverse(q.Name) {
+			if ok, rc, res := authority.ServeReverse(w, r, q, m.index.Load().reverseMap(), m.ttl); ok {
+				requestCount.Inc(ctx, res)
+				return rc, nil
+			}
+		}
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
 	if rc, res := authority.Screen(r, q); res != "" {
