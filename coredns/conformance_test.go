@@ -346,3 +346,46 @@ func TestServerPTR(t *testing.T) {
 		}
 	}
 }
+
+// TestServerEDNSCompliance holds the EDNS checks of RFC 8906 section 8
+// ("Failure to Communicate") for the names of the cluster zone: an unknown
+// EDNS version gets BADVERS, unknown options are ignored (not echoed),
+// unknown flags are cleared, DO is echoed, and all of it over TCP too.
+func TestServerEDNSCompliance(t *testing.T) {
+	udp, tcp := startServer(t, corefileShapes(t, upstream(t))["root block with forward"])
+	const name = "api-int.ocp4.example.com."
+	for _, tc := range []struct {
+		what  string
+		mod   func(o *dns.OPT)
+		rcode int
+		ans   int
+		do    bool
+	}{
+		{"plain EDNS", func(*dns.OPT) {}, dns.RcodeSuccess, 1, false},
+		{"DO echoed", func(o *dns.OPT) { o.SetDo() }, dns.RcodeSuccess, 1, true},
+		{"unknown version", func(o *dns.OPT) { o.SetVersion(1) }, dns.RcodeBadVers, 0, false},
+		{"unknown option ignored", func(o *dns.OPT) {
+			o.Option = append(o.Option, &dns.EDNS0_LOCAL{Code: 65001, Data: []byte{1, 2, 3}})
+		}, dns.RcodeSuccess, 1, false},
+		{"unknown flag cleared", func(o *dns.OPT) { o.SetZ(0x4000) }, dns.RcodeSuccess, 1, false},
+	} {
+		for _, tr := range transports(udp, tcp) {
+			m := new(dns.Msg)
+			m.SetQuestion(name, dns.TypeA)
+			m.SetEdns0(1232, false)
+			tc.mod(m.IsEdns0())
+			r := send(t, tr.net, tr.addr, m)
+			o := r.IsEdns0()
+			switch {
+			case r.Rcode != tc.rcode || len(r.Answer) != tc.ans:
+				t.Errorf("%s over %s: %s with %d answers, want %s with %d", tc.what, tr.net, dns.RcodeToString[r.Rcode], len(r.Answer), dns.RcodeToString[tc.rcode], tc.ans)
+			case o == nil:
+				t.Errorf("%s over %s: no OPT record in the reply", tc.what, tr.net)
+			case o.Version() != 0 || o.Do() != tc.do || o.Z() != 0:
+				t.Errorf("%s over %s: OPT version %d do=%v z=%#x, want version 0 do=%v z=0", tc.what, tr.net, o.Version(), o.Do(), o.Z(), tc.do)
+			case len(o.Option) != 0:
+				t.Errorf("%s over %s: options echoed: %v", tc.what, tr.net, o.Option)
+			}
+		}
+	}
+}
