@@ -15,11 +15,18 @@ var stockAccept = dns.DefaultMsgAcceptFunc
 // says the reply MUST carry one). Parsed, it reaches CoreDNS's server, whose
 // opcode check answers NOTIMP with the OPT echoed (request.SizeAndDo); no
 // plugin sees it. Without a question there is nothing to route, and the
-// stock reply stays.
+// stock reply stays, unless the request has additional records: miekg/dns
+// writes its FORMERR or NOTIMP from the header alone and drops the OPT
+// record the request may carry, so such a request (QDCOUNT=0 with EDNS, a
+// count that lies) gets no reply, which RFC 6891 section 7 allows and
+// which Knot answers to many malformed queries too.
 func acceptMsg(dh dns.Header) dns.MsgAcceptAction {
 	action := stockAccept(dh)
 	if action == dns.MsgRejectNotImplemented && dh.Qdcount == 1 {
 		return dns.MsgAccept
+	}
+	if (action == dns.MsgReject || action == dns.MsgRejectNotImplemented) && dh.Arcount > 0 {
+		return dns.MsgIgnore
 	}
 	return action
 }

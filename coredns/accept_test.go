@@ -25,9 +25,15 @@ func TestAcceptMsg(t *testing.T) {
 		{"other opcode without a question", dns.Header{Bits: op(dns.OpcodeIQuery), Ancount: 1}, dns.MsgRejectNotImplemented},
 		{"response", dns.Header{Bits: qr, Qdcount: 1}, dns.MsgIgnore},
 		{"update response", dns.Header{Bits: qr | op(dns.OpcodeUpdate), Qdcount: 1}, dns.MsgIgnore},
-		{"no question", dns.Header{Arcount: 1}, dns.MsgReject},
+		{"no question", dns.Header{}, dns.MsgReject},
 		{"two questions", dns.Header{Qdcount: 2}, dns.MsgReject},
 		{"query with answers", dns.Header{Qdcount: 1, Ancount: 2}, dns.MsgReject},
+		// A header-only reply would drop the OPT record the request may
+		// carry (RFC 6891 section 7): no reply instead.
+		{"no question, with EDNS", dns.Header{Arcount: 1}, dns.MsgIgnore},
+		{"two questions, with EDNS", dns.Header{Qdcount: 2, Arcount: 1}, dns.MsgIgnore},
+		{"three additional records", dns.Header{Qdcount: 1, Arcount: 3}, dns.MsgIgnore},
+		{"other opcode without a question, with EDNS", dns.Header{Bits: op(dns.OpcodeStatus), Arcount: 1}, dns.MsgIgnore},
 	}
 	for _, tc := range tests {
 		if got := acceptMsg(tc.h); got != tc.want {

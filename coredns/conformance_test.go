@@ -282,6 +282,15 @@ func TestServerMalformedQueries(t *testing.T) {
 					}
 				}
 			}
+			// QDCOUNT=0 with EDNS: miekg/dns's header-only FORMERR would
+			// drop the OPT record (RFC 6891 section 7), so no reply.
+			noQuestion := append(append([]byte{}, withOPT[:12]...), opt...)
+			noQuestion[5] = 0 // QDCOUNT
+			for _, tr := range transports(udp, tcp) {
+				if r := rawExchange(t, tr.net, tr.addr, noQuestion); r != nil && r.IsEdns0() == nil {
+					t.Errorf("QDCOUNT=0 with EDNS over %s: %s without the OPT record", tr.net, dns.RcodeToString[r.Rcode])
+				}
+			}
 		})
 	}
 }
