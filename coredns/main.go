@@ -39,6 +39,8 @@ import (
 	_ "github.com/infradns/infradns/plugin/appswildcard"
 	_ "github.com/infradns/infradns/plugin/lbconfig"
 	_ "github.com/infradns/infradns/plugin/mdnsnodes"
+
+	"github.com/miekg/dns"
 )
 
 // version is set by the Makefile from git describe.
@@ -53,6 +55,7 @@ func init() {
 		panic(err) // the same, for the non-DNS plugins' anchor
 	}
 	dnsserver.Directives = d
+	dns.DefaultMsgAcceptFunc = acceptMsg
 	caddy.AppName = "infradns"
 	caddy.AppVersion = version + " (CoreDNS " + coremain.CoreVersion + ")"
 }

@@ -23,6 +23,8 @@ declare -A pkgs=(
   [prometheus]=prometheus
   [vtysh]=frr
   [bird]=bird2
+  # The reference authoritative server of the DNS differential test (test/e2e).
+  [knotd]=knot
   [nft]=nftables
   # systemd's unit parser for the resolver units (internal/nodecfg). Never
   # systemd-resolved: its postinst replaces the host's /etc/resolv.conf.

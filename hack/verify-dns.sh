@@ -27,6 +27,8 @@ Options:
   --udp | --tcp        shorthand for --transport udp / --transport tcp
   --timeout S          seconds dig waits for one answer (default 2; one try)
   --dig-prefix CMD     run dig through CMD, e.g. "ip netns exec client" (split on spaces)
+  --ptr                also check PTR of every VIP (needs a root '.' server block):
+                       API VIP -> api-int.DOMAIN, ingress VIP -> ingress.apps.DOMAIN
   -v, --verbose        print dig's output under every failed check
   -h, --help           this text
 
@@ -37,7 +39,7 @@ EOF
 
 die_usage() { echo "verify-dns: $*" >&2; echo "Run with --help for usage." >&2; exit 2; }
 
-server='' port=53 domain='' transport=both timeout=2 verbose=0
+server='' port=53 domain='' transport=both timeout=2 verbose=0 ptr=0
 api_vips=() ingress_vips=() dig_prefix=()
 
 # add_vips LIST_NAME VALUE: VALUE may be a comma list.
@@ -59,6 +61,7 @@ while [ $# -gt 0 ]; do
   case $opt in
     -h|--help) usage; exit 0 ;;
     -v|--verbose) verbose=1; shift; continue ;;
+    --ptr) ptr=1; shift; continue ;;
     --udp) transport=udp; shift; continue ;;
     --tcp) transport=tcp; shift; continue ;;
     --server|--port|--domain|--api-vip|--ingress-vip|--transport|--timeout|--dig-prefix) ;;
@@ -278,6 +281,35 @@ check_negative() {
   if [ "$status" = NOERROR ]; then pass "$label = NODATA"; else pass "$label = $status"; fi
 }
 
+# reverse_name IP prints the reverse name of IP: in-addr.arpa for IPv4, the
+# nibbles in ip6.arpa for IPv6.
+reverse_name() {
+  local a x i out=''
+  if [[ $1 != *:* ]]; then
+    IFS=. read -ra x <<<"$1"
+    printf '%s.%s.%s.%s.in-addr.arpa' "${x[3]}" "${x[2]}" "${x[1]}" "${x[0]}"
+    return
+  fi
+  a=$(expand_ip "$1")
+  a=${a//:/}
+  for ((i = ${#a} - 1; i >= 0; i--)); do out+="${a:i:1}."; done
+  printf '%sip6.arpa' "$out"
+}
+
+# check_ptr IP WANT: an authoritative NOERROR whose answer is one PTR to WANT.
+check_ptr() {
+  local name label="PTR $1" p owner rtype rdata
+  name=$(reverse_name "$1")
+  run_query "$name" PTR "$label" || { checks_on_transport=$((checks_on_transport + 1)); return; }
+  checks_on_transport=$((checks_on_transport + 1))
+  p=$(header_problem NOERROR)
+  if [ -n "$p" ]; then fail "$label: $p"; return; fi
+  if [ ${#Q_ANS[@]} -ne 1 ]; then fail "$label: want one PTR record, got ${#Q_ANS[@]} records"; return; fi
+  read -r owner rtype rdata <<<"${Q_ANS[0]}"
+  if [ "$rtype" != PTR ] || [ "${rdata,,}" != "$2." ]; then fail "$label: got ${Q_ANS[0]}, want PTR $2."; return; fi
+  pass "$label = $rdata"
+}
+
 check_apex_soa() {
   local label="$domain SOA" p owner rtype rest
   run_query "$domain" SOA "$label" || { checks_on_transport=$((checks_on_transport + 1)); return; }
@@ -313,6 +345,10 @@ for cur in "${transports[@]}"; do
     check_addrs "$(mix_case "verify-case-$r.apps.$domain")" AAAA 1 "${ing6[@]}"
   fi
   check_addrs "$(mix_case "api.$domain")" A 0 "${api4[@]}"
+  if [ "$ptr" = 1 ]; then
+    for v in "${api_vips[@]}"; do check_ptr "$v" "api-int.$domain"; done
+    for v in "${ingress_vips[@]}"; do check_ptr "$v" "ingress.apps.$domain"; done
+  fi
 done
 
 echo "$passed passed, $failed failed"

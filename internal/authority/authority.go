@@ -139,6 +139,10 @@ func (a *Authority) Own(w dns.ResponseWriter, r *dns.Msg, q Query, origin string
 			m.Answer = []dns.RR{a.soa(z)}
 		case dns.TypeNS:
 			m.Answer = []dns.RR{a.nsRecord(z)}
+		case dns.TypeANY:
+			// RFC 8482: a name with data answers ANY with at least one
+			// of its RRsets, never NODATA.
+			m.Answer = []dns.RR{a.soa(z), a.nsRecord(z)}
 		default:
 			m.Ns = []dns.RR{a.soa(z)}
 		}
@@ -252,18 +256,19 @@ func (a *Authority) nsRecord(z *zone) *dns.NS {
 }
 
 // localAddr answers the nameserver name with the address the query arrived on,
-// when its family is the one asked for.
+// when its family is the one asked for (ANY asks for both).
 func (a *Authority) localAddr(state request.Request, z *zone) dns.RR {
 	ip := net.ParseIP(state.LocalIP())
 	if ip == nil {
 		return nil
 	}
 	hdr := dns.RR_Header{Name: state.QName(), Class: dns.ClassINET, Ttl: z.ttl}
-	if v4 := ip.To4(); v4 != nil && state.QType() == dns.TypeA {
+	qt := state.QType()
+	if v4 := ip.To4(); v4 != nil && (qt == dns.TypeA || qt == dns.TypeANY) {
 		hdr.Rrtype = dns.TypeA
 		return &dns.A{Hdr: hdr, A: v4}
 	}
-	if ip.To4() == nil && state.QType() == dns.TypeAAAA {
+	if ip.To4() == nil && (qt == dns.TypeAAAA || qt == dns.TypeANY) {
 		hdr.Rrtype = dns.TypeAAAA
 		return &dns.AAAA{Hdr: hdr, AAAA: ip}
 	}
@@ -278,10 +283,23 @@ func resultOf(m *dns.Msg) Result {
 }
 
 // IsBelow reports whether name is strictly below parent, on a label boundary.
-// Both must be lower case and fully qualified.
+// Both must be lower case, fully qualified and in the canonical presentation
+// form miekg/dns unpacks from the wire (a dot inside a label is "\.", a
+// backslash "\\"), which is what dns.IsSubDomain compares label by label.
+// It is that comparison without Split's allocations: the dot before parent
+// ends a label only when an even number of backslashes precede it, so
+// x\.apps.example.com. is one label below example.com., not below apps.
 func IsBelow(name, parent string) bool {
 	if parent == "." {
 		return name != "."
 	}
-	return len(name) > len(parent) && strings.HasSuffix(name, parent) && name[len(name)-len(parent)-1] == '.'
+	i := len(name) - len(parent) - 1
+	if i < 1 || !strings.HasSuffix(name, parent) || name[i] != '.' {
+		return false
+	}
+	n := 0
+	for j := i - 1; j >= 0 && name[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 0
 }

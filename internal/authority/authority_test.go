@@ -23,12 +23,66 @@ func TestIsBelow(t *testing.T) {
 		{"example.com.", "apps.example.com.", false},
 		{"com.", ".", true},
 		{".", ".", false},
+		// An escaped dot is part of a label, not a boundary (issue 26):
+		// x\.apps is one label directly below example.com.
+		{`x\.apps.example.com.`, "apps.example.com.", false},
+		{`x\.apps.example.com.`, "example.com.", true},
+		{`x\.example.com.`, "example.com.", false},
+		{`x\.example.com.`, "com.", true},
+		{`api-int\.ocp4.example.com.`, "ocp4.example.com.", false},
+		{`a.b\.apps.example.com.`, "apps.example.com.", false},
+		// An escaped backslash before a real dot: the dot is a boundary.
+		{`x\\.apps.example.com.`, "apps.example.com.", true},
+		{`x\\\.apps.example.com.`, "apps.example.com.", false},
+		{`\.apps.example.com.`, "apps.example.com.", false},
+		{".apps.example.com.", "apps.example.com.", false},
 	}
 	for _, tc := range tests {
 		if got := IsBelow(tc.name, tc.parent); got != tc.want {
 			t.Errorf("IsBelow(%q, %q) = %v, want %v", tc.name, tc.parent, got, tc.want)
 		}
+		if tc.name == ".apps.example.com." {
+			continue // not a name: miekg/dns has no answer to compare with
+		}
+		// The reference: miekg/dns's label-wise comparison.
+		if ref := dns.IsSubDomain(tc.parent, tc.name) && !dnsEqual(tc.name, tc.parent); ref != tc.want {
+			t.Errorf("dns.IsSubDomain(%q, %q) = %v: the table disagrees with miekg/dns", tc.parent, tc.name, ref)
+		}
 	}
+}
+
+// TestIsBelowAgreesWithMiekg compares IsBelow with dns.IsSubDomain over
+// names built from labels that hold escaped dots and backslashes.
+func TestIsBelowAgreesWithMiekg(t *testing.T) {
+	labels := []string{"a", "apps", `x\.apps`, `x\\`, `\.`, `\\\.`, "example", `y\.example`, "com", `\046`, "*"}
+	var names []string
+	var build func(suffix string, depth int)
+	build = func(suffix string, depth int) {
+		names = append(names, suffix)
+		if depth == 0 {
+			return
+		}
+		for _, l := range labels {
+			if suffix == "." {
+				build(l+".", depth-1)
+			} else {
+				build(l+"."+suffix, depth-1)
+			}
+		}
+	}
+	build(".", 3)
+	for _, n := range names {
+		for _, p := range names {
+			want := dns.IsSubDomain(p, n) && dns.CountLabel(n) > dns.CountLabel(p)
+			if got := IsBelow(n, p); got != want {
+				t.Errorf("IsBelow(%q, %q) = %v, dns.IsSubDomain says %v", n, p, got, want)
+			}
+		}
+	}
+}
+
+func dnsEqual(a, b string) bool {
+	return dns.CountLabel(a) == dns.CountLabel(b) && dns.IsSubDomain(a, b)
 }
 
 // member is a minimal Member for linking tests.

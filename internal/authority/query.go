@@ -20,6 +20,7 @@ type Query struct {
 	Name  string // lower case: what the members' indexes hold
 	QName string // as asked: answers keep the question's case
 	Type  uint16
+	Class uint16
 }
 
 // NewQuery returns the query of r; ok is false when r has no question.
@@ -27,8 +28,8 @@ func NewQuery(r *dns.Msg) (q Query, ok bool) {
 	if len(r.Question) == 0 {
 		return Query{}, false
 	}
-	name := r.Question[0].Name
-	return Query{Name: lowerASCII(name), QName: name, Type: r.Question[0].Qtype}, true
+	q0 := &r.Question[0]
+	return Query{Name: lowerASCII(q0.Name), QName: q0.Name, Type: q0.Qtype, Class: q0.Qclass}, true
 }
 
 // lowerASCII lower-cases the ASCII letters of s, returning s itself when it has

@@ -92,11 +92,14 @@ func (s Set) Addrs() []netip.Addr {
 }
 
 // RRs returns the records of qtype for owner. Other types get none: the name
-// exists, so the caller answers NODATA. The records are fresh (later plugins may
-// rewrite them in place) but come from one or two allocations, not one per
-// record: this is the answer path of every query.
+// exists, so the caller answers NODATA. ANY gets both families' records
+// (RFC 8482: a name with data never answers ANY with NODATA). The records
+// are fresh (later plugins may rewrite them in place) but come from one or
+// two allocations, not one per record: this is the answer path of every query.
 func (s Set) RRs(owner string, qtype uint16, ttl uint32) []dns.RR {
 	switch qtype {
+	case dns.TypeANY:
+		return s.anyRRs(owner, ttl)
 	case dns.TypeA:
 		switch len(s.V4) {
 		case 0:
@@ -142,4 +145,16 @@ type oneA struct {
 type oneAAAA struct {
 	rr dns.AAAA
 	s  [1]dns.RR
+}
+
+// anyRRs returns every record of the set, A first. ANY is rare: it is kept
+// out of the A/AAAA paths.
+func (s Set) anyRRs(owner string, ttl uint32) []dns.RR {
+	n := len(s.V4) + len(s.V6)
+	if n == 0 {
+		return nil
+	}
+	rrs := make([]dns.RR, 0, n)
+	rrs = append(rrs, s.RRs(owner, dns.TypeA, ttl)...)
+	return append(rrs, s.RRs(owner, dns.TypeAAAA, ttl)...)
 }

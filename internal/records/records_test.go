@@ -54,7 +54,9 @@ func TestRRs(t *testing.T) {
 		{dns.TypeA, []string{"Api.example.com.\t7\tIN\tA\t192.0.2.5", "Api.example.com.\t7\tIN\tA\t192.0.2.6"}},
 		{dns.TypeAAAA, []string{"Api.example.com.\t7\tIN\tAAAA\t2001:db8::5"}},
 		{dns.TypeMX, nil},
-		{dns.TypeANY, nil},
+		// ANY once got nil (NODATA). RFC 8482 asks a name with data to
+		// answer ANY with at least one of its RRsets: every record it has.
+		{dns.TypeANY, []string{"Api.example.com.\t7\tIN\tA\t192.0.2.5", "Api.example.com.\t7\tIN\tA\t192.0.2.6", "Api.example.com.\t7\tIN\tAAAA\t2001:db8::5"}},
 	}
 	for _, tc := range tests {
 		rrs := s.RRs("Api.example.com.", tc.qtype, 7)
@@ -66,7 +68,11 @@ func TestRRs(t *testing.T) {
 			t.Errorf("RRs(%s) = %q, want %q", dns.TypeToString[tc.qtype], got, tc.want)
 		}
 	}
-	if (Set{}).RRs("x.", dns.TypeA, 1) != nil || !(Set{}).Empty() {
+	v6, _ := ParseSet([]string{"2001:db8::6"})
+	if rrs := v6.RRs("x.", dns.TypeANY, 1); len(rrs) != 1 || rrs[0].Header().Rrtype != dns.TypeAAAA {
+		t.Errorf("Expected ANY of an IPv6-only set to be its AAAA, got %v", rrs)
+	}
+	if (Set{}).RRs("x.", dns.TypeA, 1) != nil || (Set{}).RRs("x.", dns.TypeANY, 1) != nil || !(Set{}).Empty() {
 		t.Error("Expected an empty set to have no records")
 	}
 }

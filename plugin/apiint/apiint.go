@@ -27,7 +27,8 @@ type APIInt struct {
 	api    records.Set // api.<zone>: the same unless an external LB is named
 	ttl    uint32
 
-	names map[string]*records.Set // lower-case FQDN → addresses, built once by build
+	names   map[string]*records.Set // lower-case FQDN → addresses, built once by build
+	reverse records.Reverse         // reverse name → api-int (or api) names, built once by build
 	authority.Authority
 }
 
@@ -41,6 +42,20 @@ func (a *APIInt) build() {
 		a.names["api-int."+z] = &a.apiInt
 		a.names["api."+z] = &a.api
 	}
+	// PTR: an API VIP answers api-int; an address only api has (an
+	// external load balancer's) answers api.
+	a.reverse = records.Reverse{}
+	for _, z := range a.Zones {
+		a.reverse.Add(a.apiInt, "api-int."+z)
+	}
+	for _, z := range a.Zones {
+		for _, ip := range append(slices.Clip(a.api.V4), a.api.V6...) {
+			if !slices.ContainsFunc(append(slices.Clip(a.apiInt.V4), a.apiInt.V6...), ip.Equal) {
+				a.reverse.AddIP(ip, "api."+z)
+			}
+		}
+	}
+	a.reverse.Sort()
 	a.Authority = authority.New(a.Zones, a.ttl, a.Fall)
 }
 
@@ -54,11 +69,19 @@ func (a *APIInt) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 	}
 	zone := a.Match(q.Name)
 	if zone == "" {
+		if records.IsReverse(q.Name) {
+			if ok, rc, res := authority.ServeReverse(w, r, q, a.reverse, a.ttl); ok {
+				requestCount.Inc(ctx, res)
+				return rc, nil
+			}
+		}
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
-	if r.Opcode != dns.OpcodeQuery {
-		requestCount.Inc(ctx, authority.NotImplemented)
-		return dns.RcodeNotImplemented, nil
+	if rc, res := authority.Screen(r, q); res != "" {
+		// Malformed (FORMERR), not QUERY (NOTIMP), not class IN or a
+		// zone transfer (REFUSED): the server writes the reply.
+		requestCount.Inc(ctx, res)
+		return rc, nil
 	}
 	if set, ok := a.names[q.Name]; ok {
 		rc, res := a.Write(w, r, zone, set.RRs(q.QName, q.Type, a.ttl))

@@ -44,4 +44,8 @@ func BenchmarkServeDNS(b *testing.B) {
 			})
 		}
 	}
+	// PTR of a VIP: one map lookup too; the map handler serves no PTR.
+	b.Run("ptr/apiint", func(b *testing.B) {
+		plugintest.Serve(b, a, "5.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess)
+	})
 }

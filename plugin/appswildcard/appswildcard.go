@@ -31,8 +31,9 @@ type AppsWildcard struct {
 	Zones []string
 	Fall  fall.F
 
-	wildcards []Wildcard // longest domain first, so a nested shard wins over apps
-	ttl       uint32     // smallest TTL of the wildcards, for the zone's SOA
+	wildcards []Wildcard      // longest domain first, so a nested shard wins over apps
+	reverse   records.Reverse // ingress VIP's reverse name → ingress.<domain>
+	ttl       uint32          // smallest TTL of the wildcards, for the zone's SOA
 	authority.Authority
 }
 
@@ -50,7 +51,17 @@ func (a *AppsWildcard) build() {
 		a.ttl = min(a.ttl, w.TTL)
 	}
 	a.Authority = authority.New(a.Zones, a.ttl, a.Fall)
+	// PTR: an ingress VIP answers ingress.<domain>, a name below the
+	// wildcard domain, so it resolves back to the VIP.
+	a.reverse = records.Reverse{}
+	for _, w := range a.wildcards {
+		a.reverse.Add(w.Addrs, ingressLabel+"."+w.Domain)
+	}
+	a.reverse.Sort()
 }
+
+// ingressLabel names an ingress VIP in PTR answers: ingress.<domain>.
+const ingressLabel = "ingress"
 
 // ServeDNS implements the plugin.Handler interface. The wildcard answer is the
 // hot path; everything else is in serveOther, so its frame does not grow the
@@ -62,11 +73,19 @@ func (a *AppsWildcard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	}
 	zone := a.Match(q.Name)
 	if zone == "" {
+		if records.IsReverse(q.Name) {
+			if ok, rc, res := authority.ServeReverse(w, r, q, a.reverse, a.ttl); ok {
+				requestCount.Inc(ctx, res)
+				return rc, nil
+			}
+		}
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
-	if r.Opcode != dns.OpcodeQuery {
-		requestCount.Inc(ctx, authority.NotImplemented)
-		return dns.RcodeNotImplemented, nil
+	if rc, res := authority.Screen(r, q); res != "" {
+		// Malformed (FORMERR), not QUERY (NOTIMP), not class IN or a
+		// zone transfer (REFUSED): the server writes the reply.
+		requestCount.Inc(ctx, res)
+		return rc, nil
 	}
 	for i := range a.wildcards {
 		wc := &a.wildcards[i]

@@ -44,4 +44,8 @@ func BenchmarkServeDNS(b *testing.B) {
 			})
 		}
 	}
+	// PTR of a VIP: one map lookup too; the map handler serves no PTR.
+	b.Run("ptr/appswildcard", func(b *testing.B) {
+		plugintest.Serve(b, a, "10.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess)
+	})
 }

@@ -95,7 +95,7 @@ func (m *MDNSNodes) publish() {
 	if p := m.api.Load(); p != nil {
 		api = *p
 	}
-	ix := merge(heard, api, m.signed())
+	ix := merge(heard, api, m.signed()).withReverse(m.Zones)
 	m.index.Store(ix)
 
 	server := m.zonesLabel()

@@ -12,6 +12,31 @@ import (
 // is built once per index rather than per query.
 type nodeIndex struct {
 	nodes map[string]records.Set
+	// reverse answers PTR queries: a node address's reverse name → the
+	// node's name in every zone. Built by withReverse before the index is
+	// published.
+	reverse records.Reverse
+}
+
+// withReverse returns a copy of ix (sharing its nodes) with the reverse map
+// of its nodes' addresses in zones. ix may be shared (merge returns its
+// input), so it is not changed.
+func (ix *nodeIndex) withReverse(zones []string) *nodeIndex {
+	if ix == nil {
+		return &nodeIndex{}
+	}
+	rev := make(records.Reverse, 2*len(ix.nodes))
+	for label, set := range ix.nodes {
+		for _, z := range zones {
+			name := label + "." + z
+			if z == "." {
+				name = label + "."
+			}
+			rev.Add(set, name)
+		}
+	}
+	rev.Sort()
+	return &nodeIndex{nodes: ix.nodes, reverse: rev}
 }
 
 // Len returns the number of nodes; a nil index (nothing published yet) has none.
@@ -20,6 +45,14 @@ func (ix *nodeIndex) Len() int {
 		return 0
 	}
 	return len(ix.nodes)
+}
+
+// reverseMap returns the PTR map; a nil index has none.
+func (ix *nodeIndex) reverseMap() records.Reverse {
+	if ix == nil {
+		return nil
+	}
+	return ix.reverse
 }
 
 // Lookup returns the addresses of a node label.

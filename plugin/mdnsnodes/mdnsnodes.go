@@ -207,11 +207,19 @@ func (m *MDNSNodes) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 	}
 	zone := m.Match(q.Name)
 	if zone == "" {
+		if records.IsReverse(q.Name) {
+			if ok, rc, res := authority.ServeReverse(w, r, q, m.index.Load().reverseMap(), m.ttl); ok {
+				requestCount.Inc(ctx, res)
+				return rc, nil
+			}
+		}
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
-	if r.Opcode != dns.OpcodeQuery {
-		requestCount.Inc(ctx, authority.NotImplemented)
-		return dns.RcodeNotImplemented, nil
+	if rc, res := authority.Screen(r, q); res != "" {
+		// Malformed (FORMERR), not QUERY (NOTIMP), not class IN or a
+		// zone transfer (REFUSED): the server writes the reply.
+		requestCount.Inc(ctx, res)
+		return rc, nil
 	}
 	if label, ok := m.nodeLabel(q.Name, zone); ok {
 		if set, ok := m.index.Load().Lookup(label); ok {

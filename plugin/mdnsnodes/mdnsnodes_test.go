@@ -33,7 +33,7 @@ func newHandler(t *testing.T, corefile string) *MDNSNodes {
 
 // withNodes stores an index as the browser would, and marks the plugin ready.
 func withNodes(m *MDNSNodes, nodes map[string]records.Set) {
-	m.index.Store(&nodeIndex{nodes: nodes})
+	m.index.Store((&nodeIndex{nodes: nodes}).withReverse(m.Zones))
 	m.forceReady = true
 }
 

@@ -1,0 +1,69 @@
+package records
+
+import (
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Reverse maps the reverse names of addresses (in-addr.arpa. for IPv4,
+// ip6.arpa. nibbles for IPv6; lower case) to the names that hold them: what
+// PTR queries are answered from. Build it once with Add and Sort, then only
+// read it: the plugins swap whole maps.
+type Reverse map[string][]string
+
+// Add records that every address of s belongs to name (lower case, fully
+// qualified).
+func (r Reverse) Add(s Set, name string) {
+	for _, ip := range append(slices.Clip(s.V4), s.V6...) {
+		r.AddIP(ip, name)
+	}
+}
+
+// AddIP records that ip belongs to name, once.
+func (r Reverse) AddIP(ip net.IP, name string) {
+	rev, err := dns.ReverseAddr(ip.String())
+	if err != nil {
+		return
+	}
+	if !slices.Contains(r[rev], name) {
+		r[rev] = append(r[rev], name)
+	}
+}
+
+// Sort orders the names of every address, so answers do not depend on the
+// order the addresses were added in.
+func (r Reverse) Sort() {
+	for _, names := range r {
+		slices.Sort(names)
+	}
+}
+
+// IsReverse reports whether name (lower case, fully qualified) is in
+// in-addr.arpa. or ip6.arpa.: the only names a Reverse can hold.
+func IsReverse(name string) bool {
+	return strings.HasSuffix(name, ".in-addr.arpa.") || strings.HasSuffix(name, ".ip6.arpa.")
+}
+
+// PTRs returns the PTR records of owner pointing at names.
+func PTRs(owner string, names []string, ttl uint32) []dns.RR {
+	if len(names) == 1 {
+		one := &onePTR{rr: dns.PTR{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: ttl}, Ptr: names[0]}}
+		one.s[0] = &one.rr
+		return one.s[:]
+	}
+	recs := make([]dns.PTR, len(names))
+	rrs := make([]dns.RR, len(names))
+	for i, n := range names {
+		recs[i] = dns.PTR{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: ttl}, Ptr: n}
+		rrs[i] = &recs[i]
+	}
+	return rrs
+}
+
+type onePTR struct {
+	rr dns.PTR
+	s  [1]dns.RR
+}
