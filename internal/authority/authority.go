@@ -63,6 +63,16 @@ type Authority struct {
 	later   []string // zones served by members after this one in the chain
 	falls   []fall.F // fallthrough settings of every member, this one included
 	serial  uint32
+	ttl     uint32 // the member's record TTL
+
+	// Reverse zones the operator declared (SetReverseZones) on this member,
+	// and, after Link, those of every member of the server block.
+	declared       []string
+	declaredDomain string
+	revZones       map[string]*zone
+	revOrigins     []string // longest first
+	members        []Member // the server block's members, for heldBelow
+	last           bool     // no member after this one: it answers reverse misses
 }
 
 type zone struct {
@@ -75,7 +85,7 @@ type zone struct {
 
 // New returns an Authority for a member serving origins with ttl and fall.
 func New(origins []string, ttl uint32, f fall.F) Authority {
-	a := Authority{zones: make(map[string]*zone, len(origins)), falls: []fall.F{f}, serial: uint32(time.Now().Unix())}
+	a := Authority{zones: make(map[string]*zone, len(origins)), falls: []fall.F{f}, serial: uint32(time.Now().Unix()), ttl: ttl, last: true}
 	for _, o := range origins {
 		a.zones[o] = &zone{origin: o, ns: nsLabel + o, dnsENT: "dns." + o, mbox: "hostmaster." + o, ttl: ttl}
 	}
@@ -122,6 +132,7 @@ func (a *Authority) LinkMembers(members []Member, self Member) {
 	if !seen {
 		a.falls = append(a.falls, self.Fallthrough())
 	}
+	a.linkReverse(members, self)
 }
 
 // Own answers the names the authority itself owns: the apex (SOA, NS, else

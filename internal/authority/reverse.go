@@ -6,19 +6,102 @@ import (
 	"github.com/miekg/dns"
 )
 
+// ReverseHolder is implemented by the members that answer PTR queries: it
+// reports whether the member serves an address whose reverse name is
+// strictly below name, which makes name an empty non-terminal of a declared
+// reverse zone (NODATA, not NXDOMAIN).
+type ReverseHolder interface {
+	HoldsReverseBelow(name string) bool
+}
+
+// SetReverseZones declares the reverse zones (lower case, fully qualified,
+// from the operator's CIDRs) that the cluster owns: a reverse name in them
+// that no member serves gets NXDOMAIN or NODATA with the zone's SOA, as in
+// the forward zone, instead of going on to the next plugin. Their SOA and NS
+// name ns.dns. and hostmaster. of domain, the cluster domain. Call it after
+// New; Link shares the zones with every member of the server block.
+func (a *Authority) SetReverseZones(zones []string, domain string, ttl uint32) {
+	a.declared = zones
+	a.declaredDomain = domain
+	a.addReverseZones(zones, domain, ttl)
+}
+
+// DeclaredReverseZones returns the reverse zones SetReverseZones declared on
+// this member, and their cluster domain.
+func (a *Authority) DeclaredReverseZones() ([]string, string) { return a.declared, a.declaredDomain }
+
+// reverseDeclarer is what every member has through the embedded Authority.
+type reverseDeclarer interface {
+	DeclaredReverseZones() ([]string, string)
+}
+
+func (a *Authority) addReverseZones(zones []string, domain string, ttl uint32) {
+	if len(zones) == 0 {
+		return
+	}
+	if a.revZones == nil {
+		a.revZones = map[string]*zone{}
+	}
+	for _, o := range zones {
+		if z, ok := a.revZones[o]; ok {
+			z.ttl = min(z.ttl, ttl)
+			continue
+		}
+		a.revZones[o] = &zone{origin: o, ns: nsLabel + domain, mbox: "hostmaster." + domain, ttl: ttl}
+		a.revOrigins = append(a.revOrigins, o)
+	}
+	a.revOrigins = longestFirst(a.revOrigins)
+}
+
+// linkReverse gathers the reverse zones every member declared, and notes
+// whether self is the last member of the chain: the one that answers a
+// reverse name of a declared zone that nobody serves.
+func (a *Authority) linkReverse(members []Member, self Member) {
+	a.revZones, a.revOrigins = nil, nil
+	a.members = members
+	a.last = len(members) == 0 || members[len(members)-1] == self || !containsMember(members, self)
+	// Every member answers PTR: the negative TTL is the smallest of theirs,
+	// as in the forward zone.
+	ttl := a.ttl
+	for _, m := range members {
+		ttl = min(ttl, m.RecordTTL())
+	}
+	a.addReverseZones(a.declared, a.declaredDomain, ttl)
+	for _, m := range members {
+		if d, ok := m.(reverseDeclarer); ok && m != self {
+			zones, domain := d.DeclaredReverseZones()
+			a.addReverseZones(zones, domain, ttl)
+		}
+	}
+}
+
+func containsMember(members []Member, self Member) bool {
+	for _, m := range members {
+		if m == self {
+			return true
+		}
+	}
+	return false
+}
+
 // ServeReverse answers a reverse name (in-addr.arpa., ip6.arpa.) of an
 // address the member serves: PTR and ANY with the names that hold it, any
-// other type NODATA. The member is not the reverse zone's authority, so no
-// SOA goes with it (as the hosts plugin answers). ok is false when rev does
-// not hold the name: the member passes it on unchanged, and never answers
-// NXDOMAIN for an address it does not know. Call it only when the name is
-// outside the member's zones.
+// other type NODATA; with the SOA when the name is in a declared reverse
+// zone, else without one (we are not the reverse zone's authority, as hosts
+// answers). ok is false when rev does not hold the name: the member passes
+// it on unchanged, and never answers NXDOMAIN for an address it does not
+// know, unless the name is in a declared reverse zone and the member is the
+// last of the chain (ReverseMiss). Call it only when the name is outside
+// the member's zones.
 //
 //go:noinline
-func ServeReverse(w dns.ResponseWriter, r *dns.Msg, q Query, rev records.Reverse, ttl uint32) (ok bool, rc int, res Result) {
+func (a *Authority) ServeReverse(w dns.ResponseWriter, r *dns.Msg, q Query, rev records.Reverse, ttl uint32) (ok bool, rc int, res Result) {
 	names, found := rev[q.Name]
 	if !found {
-		return false, 0, ""
+		if !a.last || len(a.revOrigins) == 0 {
+			return false, 0, ""
+		}
+		return a.reverseMiss(w, r, q, rev)
 	}
 	if rc, res := Screen(r, q); res != "" {
 		return true, rc, res
@@ -28,7 +111,63 @@ func ServeReverse(w dns.ResponseWriter, r *dns.Msg, q Query, rev records.Reverse
 	m.Authoritative = true
 	if q.Type == dns.TypePTR || q.Type == dns.TypeANY {
 		m.Answer = records.PTRs(q.QName, names, ttl)
+	} else if z := a.revZones[matchZone(a.revOrigins, q.Name)]; z != nil {
+		m.Ns = []dns.RR{a.soa(z)}
 	}
 	w.WriteMsg(m)
 	return true, dns.RcodeSuccess, resultOf(m)
+}
+
+// reverseMiss answers a reverse name no member serves, when it lies in a
+// declared reverse zone: the apex's SOA and NS, NODATA for an empty
+// non-terminal above a served address, else NXDOMAIN, each with the zone's
+// SOA; or passes it on (ok false) outside the declared zones or when a
+// fallthrough covers it.
+func (a *Authority) reverseMiss(w dns.ResponseWriter, r *dns.Msg, q Query, own records.Reverse) (ok bool, rc int, res Result) {
+	z := a.revZones[matchZone(a.revOrigins, q.Name)]
+	if z == nil {
+		return false, 0, ""
+	}
+	for _, f := range a.falls {
+		if f.Through(q.Name) {
+			return false, 0, ""
+		}
+	}
+	if rc, res := Screen(r, q); res != "" {
+		return true, rc, res
+	}
+	m := a.reply(r)
+	switch {
+	case q.Name == z.origin:
+		switch q.Type {
+		case dns.TypeSOA:
+			m.Answer = []dns.RR{a.soa(z)}
+		case dns.TypeNS:
+			m.Answer = []dns.RR{a.nsRecord(z)}
+		case dns.TypeANY:
+			m.Answer = []dns.RR{a.soa(z), a.nsRecord(z)}
+		default:
+			m.Ns = []dns.RR{a.soa(z)}
+		}
+	case own.HasBelow(q.Name) || a.heldBelow(q.Name):
+		m.Ns = []dns.RR{a.soa(z)}
+	default:
+		m.Rcode = dns.RcodeNameError
+		m.Ns = []dns.RR{a.soa(z)}
+		w.WriteMsg(m)
+		return true, dns.RcodeNameError, NXDomain
+	}
+	w.WriteMsg(m)
+	return true, dns.RcodeSuccess, resultOf(m)
+}
+
+// heldBelow reports whether any other member serves an address whose reverse
+// name is below name.
+func (a *Authority) heldBelow(name string) bool {
+	for _, m := range a.members {
+		if h, ok := m.(ReverseHolder); ok && h.HoldsReverseBelow(name) {
+			return true
+		}
+	}
+	return false
 }

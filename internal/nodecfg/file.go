@@ -70,6 +70,10 @@ type File struct {
 	// health-check ingress): OpenShift's router answers on :1936, an
 	// ingress-nginx controller on :10254/healthz.
 	IngressHealthURL string
+	// ReverseZones are the networks the cluster owns: apiint's reverse
+	// option, which answers their reverse zones NXDOMAIN/NODATA like the
+	// cluster domain.
+	ReverseZones []netip.Prefix
 	// NodesService is the Service (NAMESPACE/NAME, deploy/nodes-service.yaml)
 	// whose EndpointSlices give mdnsnodes every node's name instead of the
 	// Nodes: what a large cluster should use.
@@ -132,6 +136,7 @@ var keys = map[string]key{
 	"ingressService":   {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
 	"ingressHealthURL": {"an http(s) URL or none", str(func(f *File) *string { return &f.IngressHealthURL })},
 	"nodesService":     {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
+	"reverseZones":     {"a list of CIDRs such as 192.0.2.0/24", prefixes(func(f *File) *[]netip.Prefix { return &f.ReverseZones })},
 	"metricsAddress":   {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
 	"vipMode":          {"vrrp or bgp", str(func(f *File) *string { return &f.VIPMode })},
 	"resolver":         {"networkmanager or systemd-resolved", str(func(f *File) *string { return &f.Resolver })},
@@ -335,6 +340,32 @@ func addrs(field func(*File) *[]netip.Addr) func(*File, *yaml.Node) error {
 				return fmt.Errorf("%q is not an IP address", s)
 			}
 			out = append(out, a.Unmap())
+		}
+		*field(f) = out
+		return nil
+	}
+}
+
+// prefixes reads a list of networks: CIDRs without host bits, IPv4 ones
+// written as IPv4.
+func prefixes(field func(*File) *[]netip.Prefix) func(*File, *yaml.Node) error {
+	return func(f *File, n *yaml.Node) error {
+		items, err := list(n)
+		if err != nil {
+			return err
+		}
+		var out []netip.Prefix
+		for _, s := range items {
+			p, err := netip.ParsePrefix(s)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%q is not a CIDR", s)
+			case p != p.Masked():
+				return fmt.Errorf("%q has host bits set: the network is %s", s, p.Masked())
+			case p.Addr().Is4In6():
+				return fmt.Errorf("%q is an IPv4-mapped IPv6 prefix: write it as IPv4", s)
+			}
+			out = append(out, p)
 		}
 		*field(f) = out
 		return nil

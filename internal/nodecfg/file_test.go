@@ -120,6 +120,8 @@ func TestFileRefuses(t *testing.T) {
 		{"status leases off yet a namespace", edit(nil, "statusLeases: false\nstatusLeaseNamespace: infradns"), `c.yaml:12: statusLeaseNamespace: set, but statusLeases is false`},
 		{"status leases not a boolean", edit(nil, "statusLeases: off"), `c.yaml:11: statusLeases: "off" is not a boolean (want true or false)`},
 		{"bad nodes service", edit(nil, "nodesService: infradns-nodes"), `c.yaml:11: nodesService: "infradns-nodes" is not NAMESPACE/NAME (two DNS labels: lower-case letters, digits, inner '-')`},
+		{"reverse zone not a CIDR", edit(nil, "reverseZones: [192.0.2.1]"), `c.yaml:11: reverseZones: "192.0.2.1" is not a CIDR (want a list of CIDRs such as 192.0.2.0/24)`},
+		{"reverse zone with host bits", edit(nil, "reverseZones: [192.0.2.1/24]"), `c.yaml:11: reverseZones: "192.0.2.1/24" has host bits set: the network is 192.0.2.0/24 (want a list of CIDRs such as 192.0.2.0/24)`},
 		{"bad namespace", edit(nil, "namespace: Kube_System"), `c.yaml:11: namespace: "Kube_System" is not a namespace name (a DNS label: lower-case letters, digits, inner '-')`},
 		{"metrics on a multicast address", edit(nil, "metricsAddress: 224.0.0.1"), `c.yaml:11: metricsAddress: 224.0.0.1: an address to listen on (loopback, the node's, or 0.0.0.0)`},
 		{"metrics on a name", edit(nil, "metricsAddress: localhost"), `c.yaml:11: metricsAddress: "localhost" is not an IP address (want an address)`},

@@ -25,6 +25,7 @@ type Values struct {
 	StatusLease, IngressService, AdvertInterval, RouterIDs string
 	IngressHealthURL                                       string
 	NodesService                                           string
+	ReverseZones                                           []string // CIDRs
 	Unicast                                                bool
 	VRRPVersion                                            int
 	APIPort, LBPort, HAHealthPort                          uint16
@@ -156,6 +157,9 @@ func (f File) Values() (Values, error) {
 		v.IngressVIPs = append(v.IngressVIPs, a.String())
 	}
 	v.VIPs = append(slices.Clone(v.APIVIPs), v.IngressVIPs...)
+	for _, p := range f.ReverseZones {
+		v.ReverseZones = append(v.ReverseZones, p.String())
+	}
 	v.Spread = cluster.IngressGroups(spec.IngressVIPs) > 1
 	if spec.Mode == cluster.ModeBGP {
 		v.BGP = true

@@ -67,3 +67,15 @@ type onePTR struct {
 	rr dns.PTR
 	s  [1]dns.RR
 }
+
+// HasBelow reports whether r holds a reverse name strictly below name (lower
+// case, fully qualified): name is then an empty non-terminal of a reverse
+// zone. It walks the whole map; only a reverse name nobody serves asks it.
+func (r Reverse) HasBelow(name string) bool {
+	for rev := range r {
+		if len(rev) > len(name) && strings.HasSuffix(rev, name) && rev[len(rev)-len(name)-1] == '.' {
+			return true
+		}
+	}
+	return false
+}

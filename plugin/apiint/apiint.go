@@ -29,6 +29,9 @@ type APIInt struct {
 
 	names   map[string]*records.Set // lower-case FQDN → addresses, built once by build
 	reverse records.Reverse         // reverse name → api-int (or api) names, built once by build
+	// reverseZones are the reverse zones of the reverse option: the
+	// cluster's, answered NXDOMAIN/NODATA like the forward zone.
+	reverseZones []string
 	authority.Authority
 }
 
@@ -57,6 +60,9 @@ func (a *APIInt) build() {
 	}
 	a.reverse.Sort()
 	a.Authority = authority.New(a.Zones, a.ttl, a.Fall)
+	if len(a.reverseZones) > 0 {
+		a.SetReverseZones(a.reverseZones, a.Zones[0], a.ttl)
+	}
 }
 
 // ServeDNS implements the plugin.Handler interface. It is kept small: the
@@ -70,7 +76,7 @@ func (a *APIInt) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 	zone := a.Match(q.Name)
 	if zone == "" {
 		if records.IsReverse(q.Name) {
-			if ok, rc, res := authority.ServeReverse(w, r, q, a.reverse, a.ttl); ok {
+			if ok, rc, res := a.ServeReverse(w, r, q, a.reverse, a.ttl); ok {
 				requestCount.Inc(ctx, res)
 				return rc, nil
 			}
@@ -116,3 +122,6 @@ func (a *APIInt) VIPs() []netip.Addr {
 
 // RecordTTL implements authority.Member.
 func (a *APIInt) RecordTTL() uint32 { return a.ttl }
+
+// HoldsReverseBelow implements authority.ReverseHolder.
+func (a *APIInt) HoldsReverseBelow(name string) bool { return a.reverse.HasBelow(name) }

@@ -1,6 +1,9 @@
 package apiint
 
 import (
+	"net/netip"
+	"slices"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
@@ -76,6 +79,12 @@ func parse(c *caddy.Controller) (*APIInt, error) {
 				a.ttl = t
 			case "fallthrough":
 				a.Fall.SetZonesFromArgs(c.RemainingArgs())
+			case "reverse":
+				zones, err := reverseZones(c)
+				if err != nil {
+					return nil, err
+				}
+				a.reverseZones = zones
 			default:
 				return nil, c.Errf("unknown property '%s'", c.Val())
 			}
@@ -90,4 +99,33 @@ func parse(c *caddy.Controller) (*APIInt, error) {
 	}
 	a.build()
 	return a, nil
+}
+
+// reverseZones parses the CIDRs of the reverse option into the reverse zones
+// that hold them: in-addr.arpa. for IPv4, ip6.arpa. for IPv6, a CIDR off an
+// octet (or nibble) boundary split into the zones that cover it exactly.
+func reverseZones(c *caddy.Controller) ([]string, error) {
+	args := c.RemainingArgs()
+	if len(args) == 0 {
+		return nil, c.ArgErr()
+	}
+	var zones []string
+	for _, arg := range args {
+		p, err := netip.ParsePrefix(arg)
+		if err != nil {
+			return nil, c.Errf("reverse: %q is not a CIDR (like 192.0.2.0/24 or 2001:db8::/32)", arg)
+		}
+		if p != p.Masked() {
+			return nil, c.Errf("reverse: %q has host bits set: the network is %s", arg, p.Masked())
+		}
+		if p.Addr().Is4In6() {
+			return nil, c.Errf("reverse: %q is an IPv4-mapped IPv6 prefix: write it as IPv4", arg)
+		}
+		for _, z := range plugin.Host(p.String()).NormalizeExact() {
+			if !slices.Contains(zones, z) {
+				zones = append(zones, z)
+			}
+		}
+	}
+	return zones, nil
 }

@@ -145,3 +145,37 @@ func TestParseRepeatedOption(t *testing.T) {
 }
 
 func setString(v4, v6 []net.IP) string { return fmt.Sprint(v4) + " " + fmt.Sprint(v6) }
+
+func TestParseReverse(t *testing.T) {
+	for _, tc := range []struct {
+		input   string
+		zones   []string
+		errText string
+	}{
+		{"reverse 192.0.2.0/24 2001:db8::/32", []string{"2.0.192.in-addr.arpa.", "8.b.d.0.1.0.0.2.ip6.arpa."}, ""},
+		{"reverse 10.0.0.0/8", []string{"10.in-addr.arpa."}, ""},
+		// Off an octet boundary: the zones that cover it exactly.
+		{"reverse 192.0.2.0/23", []string{"2.0.192.in-addr.arpa.", "3.0.192.in-addr.arpa."}, ""},
+		{"reverse", nil, "Wrong argument count"},
+		{"reverse 192.0.2.1", nil, "not a CIDR"},
+		{"reverse 192.0.2.1/24", nil, "host bits set: the network is 192.0.2.0/24"},
+		{"reverse ::ffff:192.0.2.0/120", nil, "IPv4-mapped"},
+	} {
+		c := caddy.NewTestController("dns", "apiint 192.0.2.5 {\n"+tc.input+"\n}")
+		c.ServerBlockKeys = []string{"ocp4.example.com."}
+		a, err := parse(c)
+		if tc.errText != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errText) {
+				t.Errorf("%s: expected an error with %q, got %v", tc.input, tc.errText, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.input, err)
+			continue
+		}
+		if fmt.Sprint(a.reverseZones) != fmt.Sprint(tc.zones) {
+			t.Errorf("%s: zones %v, want %v", tc.input, a.reverseZones, tc.zones)
+		}
+	}
+}

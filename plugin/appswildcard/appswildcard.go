@@ -74,7 +74,7 @@ func (a *AppsWildcard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	zone := a.Match(q.Name)
 	if zone == "" {
 		if records.IsReverse(q.Name) {
-			if ok, rc, res := authority.ServeReverse(w, r, q, a.reverse, a.ttl); ok {
+			if ok, rc, res := a.ServeReverse(w, r, q, a.reverse, a.ttl); ok {
 				requestCount.Inc(ctx, res)
 				return rc, nil
 			}
@@ -161,3 +161,6 @@ func (a *AppsWildcard) VIPs() []netip.Addr {
 	}
 	return out
 }
+
+// HoldsReverseBelow implements authority.ReverseHolder.
+func (a *AppsWildcard) HoldsReverseBelow(name string) bool { return a.reverse.HasBelow(name) }

@@ -208,7 +208,7 @@ func (m *MDNSNodes) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 	zone := m.Match(q.Name)
 	if zone == "" {
 		if records.IsReverse(q.Name) {
-			if ok, rc, res := authority.ServeReverse(w, r, q, m.index.Load().reverseMap(), m.ttl); ok {
+			if ok, rc, res := m.ServeReverse(w, r, q, m.index.Load().reverseMap(), m.ttl); ok {
 				requestCount.Inc(ctx, res)
 				return rc, nil
 			}
@@ -298,3 +298,9 @@ func (m *MDNSNodes) Fallthrough() fall.F { return m.Fall }
 
 // RecordTTL implements authority.Member.
 func (m *MDNSNodes) RecordTTL() uint32 { return m.ttl }
+
+// HoldsReverseBelow implements authority.ReverseHolder, from the snapshot
+// being served.
+func (m *MDNSNodes) HoldsReverseBelow(name string) bool {
+	return m.index.Load().reverseMap().HasBelow(name)
+}

@@ -96,10 +96,20 @@ func TestDNSDifferential(t *testing.T) {
 		wg.Go(func() {
 			for i := range work {
 				q := queries[i]
-				k, o := diffExchange(q, knot), diffExchange(q, ours)
+				k, o := diffExchange(q, knot, diffWait), diffExchange(q, ours, diffWait)
 				r := outcome{q: q, k: k, o: o, diffs: diffCompare(k, o)}
 				if len(r.diffs) > 0 {
 					r.reasons = diffClassify(q, k, o)
+				}
+				if len(r.diffs) > 0 && r.reasons == nil {
+					// Once more, waiting longer, before it counts: a busy
+					// machine may be slower than diffWait, and a datagram
+					// may be lost.
+					k, o = diffExchange(q, knot, diffRetryWait), diffExchange(q, ours, diffRetryWait)
+					r = outcome{q: q, k: k, o: o, diffs: diffCompare(k, o)}
+					if len(r.diffs) > 0 {
+						r.reasons = diffClassify(q, k, o)
+					}
 				}
 				results[i] = r
 			}
@@ -280,15 +290,15 @@ func (q diffQuery) String() string {
 	return fmt.Sprintf("%s %s (%x)", proto, q.desc, q.wire)
 }
 
-// diffExchange sends q to addr and reads one reply, waiting at most 400 ms
-// (loopback) for a server that stays silent.
-func diffExchange(q diffQuery, addr string) diffReply {
+// diffExchange sends q to addr and reads one reply, waiting at most wait
+// for a server that stays silent.
+func diffExchange(q diffQuery, addr string, wait time.Duration) diffReply {
 	var b []byte
 	var err error
 	if q.tcp {
-		b, err = diffTCP(q.wire, addr)
+		b, err = diffTCP(q.wire, addr, wait)
 	} else {
-		b, err = diffUDP(q.wire, addr)
+		b, err = diffUDP(q.wire, addr, wait)
 	}
 	if err != nil {
 		return diffReply{silent: true}
@@ -300,15 +310,21 @@ func diffExchange(q diffQuery, addr string) diffReply {
 	return diffReply{m: m}
 }
 
-const diffWait = 400 * time.Millisecond
+// diffWait is how long a server may take to reply over loopback before it
+// counts as silent (several malformed queries get no reply from either);
+// diffRetryWait is for the second try of an unclassified difference.
+const (
+	diffWait      = 400 * time.Millisecond
+	diffRetryWait = 3 * time.Second
+)
 
-func diffUDP(wire []byte, addr string) ([]byte, error) {
+func diffUDP(wire []byte, addr string, wait time.Duration) ([]byte, error) {
 	c, err := net.Dial("udp", addr)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(diffWait))
+	c.SetDeadline(time.Now().Add(wait))
 	if _, err := c.Write(wire); err != nil {
 		return nil, err
 	}
@@ -320,13 +336,13 @@ func diffUDP(wire []byte, addr string) ([]byte, error) {
 	return buf[:n], nil
 }
 
-func diffTCP(wire []byte, addr string) ([]byte, error) {
+func diffTCP(wire []byte, addr string, wait time.Duration) ([]byte, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(diffWait))
+	c.SetDeadline(time.Now().Add(wait))
 	out := binary.BigEndian.AppendUint16(nil, uint16(len(wire)))
 	if _, err := c.Write(append(out, wire...)); err != nil {
 		return nil, err
@@ -643,8 +659,9 @@ zone:
 }
 
 // startDiffCoreDNS runs bin/coredns with the three plugins for the cluster
-// zone and its reverse zones; the nodes come from a fake Kubernetes API that
-// lists two Nodes. It returns the address once every name answers.
+// zone and its reverse zones (apiint's reverse option, so that they answer
+// NXDOMAIN and NODATA as Knot does); the nodes come from a fake Kubernetes
+// API that lists two Nodes. It returns the address once every name answers.
 func startDiffCoreDNS(t *testing.T, dir string) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -677,6 +694,7 @@ users:
     bind 127.0.0.1
     apiint %[5]s %[6]s {
         zone %[1]s
+        reverse 192.0.2.0/24 2001:db8::/32
     }
     appswildcard %[7]s %[8]s {
         zone %[1]s
@@ -865,28 +883,14 @@ var diffReasons = []diffReason{
 		*o = k.copy()
 		return true
 	}},
-	{"a served address's reverse name, other types: NODATA without the SOA (we are not the reverse zone's authority); Knot adds its SOA", func(q diffQuery, k, o *diffReply) bool {
-		if q.msg == nil || !diffServedReverse(q) || !diffReplied(k, o) || o.m.Rcode != dns.RcodeSuccess || !diffEmpty(o.m) ||
-			k.m.Rcode != dns.RcodeSuccess || len(k.m.Answer) != 0 || len(k.m.Ns) != 1 || k.m.Ns[0].Header().Rrtype != dns.TypeSOA {
-			return false
-		}
-		o.m.Ns = k.m.Ns
-		return true
-	}},
-	{"a reverse name we do not serve (unknown address, zone apex, empty non-terminal) goes to the next plugin, none here: SERVFAIL; Knot owns the reverse zone", func(q diffQuery, k, o *diffReply) bool {
-		if q.msg == nil || diffServedReverse(q) || !diffInReverseZones(q) || !diffReplied(k, o) ||
-			o.m.Rcode != dns.RcodeServerFailure || !diffEmpty(o.m) || o.m.Authoritative {
-			return false
-		}
-		*o = k.copy()
-		return true
-	}},
-	{"QTYPE 0 (reserved): answered as a type the name has no records of (REFUSED outside our zones); Knot NOTIMP", func(q diffQuery, k, o *diffReply) bool {
+	{"QTYPE 0 (reserved): answered as a type the name has no records of (REFUSED outside our zones and class IN); Knot NOTIMP", func(q diffQuery, k, o *diffReply) bool {
 		if q.msg == nil || q.msg.Question[0].Qtype != 0 || !diffReplied(k, o) || k.m.Rcode != dns.RcodeNotImplemented || len(o.m.Answer) != 0 {
 			return false
 		}
-		// Outside our zones CoreDNS's server refuses it, as any query.
-		if o.m.Rcode != dns.RcodeSuccess && o.m.Rcode != dns.RcodeNameError && (o.m.Rcode != dns.RcodeRefused || diffInOurZones(q)) {
+		// Outside our zones, or in a class other than IN, it is refused
+		// as any query is.
+		refusedAnyway := !diffInOurZones(q) || q.msg.Question[0].Qclass != dns.ClassINET
+		if o.m.Rcode != dns.RcodeSuccess && o.m.Rcode != dns.RcodeNameError && (o.m.Rcode != dns.RcodeRefused || !refusedAnyway) {
 			return false
 		}
 		*o = k.copy()
@@ -971,15 +975,4 @@ func diffInOurZones(q diffQuery) bool {
 func diffInReverseZones(q diffQuery) bool {
 	n := diffQName(q)
 	return dns.IsSubDomain(diffRev4, n) || dns.IsSubDomain(diffRev6, n)
-}
-
-// diffServedReverse reports whether the question's name is the reverse name
-// of an address the plugins serve.
-func diffServedReverse(q diffQuery) bool {
-	for _, ip := range []string{diffAPI4, diffAPI6, diffApps4, diffApps6, diffNode0A, diffNode1A, diffNode16} {
-		if r, _ := dns.ReverseAddr(ip); r == diffQName(q) {
-			return true
-		}
-	}
-	return false
 }
