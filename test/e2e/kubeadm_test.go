@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/infradns/infradns/deploy/image"
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/internal/nodecfg"
 	"github.com/infradns/infradns/test/e2e/lab"
@@ -52,7 +53,8 @@ type kaGuide struct {
 	uploadCerts bool
 	joinIgnore  []string // --ignore-preflight-errors of the join
 	rbacBlock   string   // step 1's first sh block
-	workerBlock string   // step 1's second sh block (workers)
+	workerID    string   // step 1's block that makes a worker's identity (on a control-plane node)
+	workerBlock string   // step 1's block run on workers
 }
 
 func readKubeadmGuide(t *testing.T) kaGuide {
@@ -73,7 +75,9 @@ func readKubeadmGuide(t *testing.T) kaGuide {
 	blocks := shBlocks(sec)
 	var g kaGuide
 	for _, b := range blocks {
-		if strings.Contains(b, "kubeadm kubeconfig user") && g.rbacBlock == "" {
+		if strings.Contains(b, "--client-name infradns-worker") && g.workerID == "" {
+			g.workerID = b
+		} else if strings.Contains(b, "kubeadm kubeconfig user") && g.rbacBlock == "" {
 			g.rbacBlock = b
 		} else if strings.Contains(b, "api-int.") && strings.Contains(b, "sed -i") && g.workerBlock == "" {
 			g.workerBlock = b
@@ -110,8 +114,8 @@ func readKubeadmGuide(t *testing.T) kaGuide {
 	if m := regexp.MustCompile("`--ignore-preflight-errors=(\\S+)`").FindStringSubmatch(sec); m != nil {
 		g.joinIgnore = strings.Split(m[1], ",")
 	}
-	if g.endpoint == "" || g.rbacBlock == "" || g.workerBlock == "" {
-		t.Fatalf("the guide's kubeadm section: endpoint %q, RBAC block %q, worker block %q", g.endpoint, g.rbacBlock, g.workerBlock)
+	if g.endpoint == "" || g.rbacBlock == "" || g.workerID == "" || g.workerBlock == "" {
+		t.Fatalf("the guide's kubeadm section: endpoint %q, RBAC block %q, worker identity block %q, worker block %q", g.endpoint, g.rbacBlock, g.workerID, g.workerBlock)
 	}
 	return g
 }
@@ -299,6 +303,7 @@ ingressVIPs: [%s]
 interface: %s
 image: %s
 kubeconfig: /etc/kubernetes/infradns/kubeconfig
+dnsKubeconfig: /etc/kubernetes/infradns-dns/kubeconfig
 apiServers: [%s, %s]
 ingressService: ingress-nginx/ingress-nginx-controller
 ingressHealthURL: http://127.0.0.1:10254/healthz
@@ -347,7 +352,7 @@ ingressHealthURL: http://127.0.0.1:10254/healthz
 		// preflight looks it up).
 		hosts := k.path("/etc/hosts")
 		writeFile(t, hosts, string(mustRead(t, hosts))+fmt.Sprintf("%s %s\n", k.n.IPv4, k.n.Name))
-		if out, err := k.run(ctx, "mkdir", "-p", "/etc/kubernetes/infradns", kaDir); err != nil {
+		if out, err := k.run(ctx, "mkdir", "-p", "/etc/kubernetes/infradns", "/etc/kubernetes/infradns-dns", kaDir); err != nil {
 			t.Fatal(err, out)
 		}
 		if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", k.role, "-node", k.n.Name, "-o", "/"); err != nil {
@@ -470,8 +475,16 @@ nodeRegistration:
 				t.Fatalf("the guide's RBAC step on %s: %v\n%s", k.n.Name, err, out)
 			}
 		default:
-			kc := mustRead(t, n1.path("/etc/kubernetes/infradns/kubeconfig"))
-			writeFile(t, k.path("/etc/kubernetes/infradns/kubeconfig"), string(kc))
+			// The worker's identities as the guide makes them: lbconfig's
+			// infradns-worker on the first node, copied with the DNS
+			// pods' shared infradns-dns.
+			if out, err := n1.sh(ctx, bins, guide.workerID); err != nil {
+				t.Fatalf("the guide's worker identity step on %s: %v\n%s", n1.n.Name, err, out)
+			}
+			for from, to := range map[string]string{"/etc/kubernetes/infradns-worker/kubeconfig": "/etc/kubernetes/infradns/kubeconfig",
+				"/etc/kubernetes/infradns-dns/kubeconfig": "/etc/kubernetes/infradns-dns/kubeconfig"} {
+				writeFile(t, k.path(to), string(mustRead(t, n1.path(from))))
+			}
 			if out, err := k.sh(ctx, bins, guide.workerBlock); err != nil {
 				t.Fatalf("the guide's worker kubeconfig step on %s: %v\n%s", k.n.Name, err, out)
 			}
@@ -536,6 +549,20 @@ nodeRegistration:
 	})
 	holder := nodes[waitOneHolder(t, []*lab.Node{nodes[0].n, nodes[1].n}, kaAPIVIP)]
 	t.Logf("API VIP on %s", holder.n.Name)
+	// Its status Lease, written by the holder's lbconfig as the guide's
+	// control-plane identity (infradns): the worker's (infradns-worker)
+	// could not, the DNS pods' (infradns-dns) write nothing.
+	lease := cluster.StatusLeaseName(kaCluster, "api", kaAPIVIP)
+	lab.Eventually(t, kaBound, time.Second, "the API VIP's status Lease names "+holder.n.Name, func() error {
+		out, err := viaVIP("-n", "infradns", "get", "lease", lease, "-o", "jsonpath={.spec.holderIdentity}")
+		if err != nil {
+			return fmt.Errorf("%v %s", err, out)
+		}
+		if out != holder.n.Name {
+			return fmt.Errorf("holder %q", out)
+		}
+		return nil
+	})
 	// lbconfig follows the API: both apiservers behind every haproxy.
 	for _, k := range nodes[:2] {
 		lab.Eventually(t, kaBound, 200*time.Millisecond, k.n.Name+"'s haproxy.cfg lists both apiservers", func() error {
