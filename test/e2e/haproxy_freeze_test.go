@@ -79,36 +79,43 @@ func haServerState(sock string) (map[string]int, error) {
 	return st, nil
 }
 
-// TestHAProxyFrozenAPIServer measures what a frozen apiserver (process
-// stopped, kernel alive: a GC stall, a hung process, a cgroup freeze) costs
-// the clients of another node's haproxy in TCP mode, where haproxy cannot
-// see layer 7 in the traffic and `observe layer4` sees only successful
-// connects: the time until the health checks mark the server DOWN, the
-// requests that stalled meanwhile, and that it comes back after SIGCONT.
-// Issue 28, finding 5.
-func TestHAProxyFrozenAPIServer(t *testing.T) {
+// haCheckLab is haproxy on node0 with the file lb.Controller renders, in
+// front of a fake apiserver on each of three nodes, and a client node.
+type haCheckLab struct {
+	l       *lab.Lab
+	nodes   []*lab.Node
+	apis    map[string]*lab.Process // by ADDR:PORT
+	sock    string                  // haproxy's master socket
+	ha      *lab.Process
+	fakeapi string
+	lbAddr  string
+}
+
+// startHACheckLab returns once haproxy sees every apiserver UP. readyzDelay
+// slows the /readyz answer of the apiservers on the given node indexes.
+func startHACheckLab(t *testing.T, prefix string, readyzDelay map[int]time.Duration) *haCheckLab {
+	t.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Fatalf("haproxy is not installed (hack/install-deps.sh installs it): %v", err)
 	}
-	rounds := envRounds(t, haFreezeRoundsEnv, 6)
-	fakeapi := vrrpBuildFakeAPI(t)
-	l := lab.New(t, lab.Config{Prefix: "hafreeze", Nodes: 3, Client: true, TeardownGrace: time.Second})
-	nodes := l.Nodes()
-	lbNode := nodes[0]
+	hl := &haCheckLab{fakeapi: vrrpBuildFakeAPI(t), apis: map[string]*lab.Process{}}
+	hl.l = lab.New(t, lab.Config{Prefix: prefix, Nodes: 3, Client: true, TeardownGrace: time.Second})
+	hl.nodes = hl.l.Nodes()
+	lbNode := hl.nodes[0]
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	sock := filepath.Join(dir, "haproxy-master.sock")
+	hl.sock = filepath.Join(dir, "haproxy-master.sock")
 
 	snap := cluster.Snapshot{}
-	apis := map[string]*lab.Process{}
-	for _, n := range nodes {
+	for i, n := range hl.nodes {
 		ap := netip.AddrPortFrom(n.IPv4, haAPIPort)
-		apis[ap.String()] = n.Start("fakeapi", []string{fakeapi, "serve", "-name", n.Name, "-listen", ap.String()})
+		hl.apis[ap.String()] = n.Start("fakeapi", []string{hl.fakeapi, "serve", "-name", n.Name, "-listen", ap.String(),
+			"-readyz-delay", readyzDelay[i].String()})
 		snap.Nodes = append(snap.Nodes, cluster.Node{Name: n.Name, Addresses: []netip.Addr{n.IPv4}, ControlPlane: true})
 		snap.APIServers = append(snap.APIServers, ap)
 	}
 	model, err := cluster.New(cluster.Spec{
-		Name: "hafreeze", Node: lbNode.Name, Interface: lab.Iface,
+		Name: prefix, Node: lbNode.Name, Interface: lab.Iface,
 		APIVIPs:   []netip.Addr{lab.Host4(100)},
 		RouterIDs: cluster.RouterIDs{API: 52},
 		LBPort:    haLBPort, HealthPort: haHealthPort,
@@ -129,28 +136,54 @@ func TestHAProxyFrozenAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
-	ha := lbNode.Start("haproxy", []string{"haproxy", "-W", "-db", "-f", cfgPath, "-S", sock})
+	hl.ha = lbNode.Start("haproxy", []string{"haproxy", "-W", "-db", "-f", cfgPath, "-S", hl.sock})
+	hl.lbAddr = netip.AddrPortFrom(lbNode.IPv4, haLBPort).String()
+	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "haproxy sees every apiserver UP", hl.allUp)
+	return hl
+}
 
-	allUp := func() error {
-		if ha.Exited() {
-			return fmt.Errorf("haproxy exited: %v\n%s", ha.Err(), lab.Tail(ha.LogPath, 20))
-		}
-		st, err := haServerState(sock)
-		if err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			if st[n.IPv4.String()] != 2 {
-				return fmt.Errorf("server %s state %d", n.IPv4, st[n.IPv4.String()])
-			}
-		}
-		return nil
+// allUp is nil once haproxy has every apiserver UP.
+func (hl *haCheckLab) allUp() error {
+	if hl.ha.Exited() {
+		return fmt.Errorf("haproxy exited: %v\n%s", hl.ha.Err(), lab.Tail(hl.ha.LogPath, 20))
 	}
-	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "haproxy sees every apiserver UP", allUp)
+	st, err := haServerState(hl.sock)
+	if err != nil {
+		return err
+	}
+	for _, n := range hl.nodes {
+		if st[n.IPv4.String()] != 2 {
+			return fmt.Errorf("server %s state %d", n.IPv4, st[n.IPv4.String()])
+		}
+	}
+	return nil
+}
 
-	lbAddr := netip.AddrPortFrom(lbNode.IPv4, haLBPort).String()
-	probe := l.Client().Start("probe", []string{fakeapi, "probe", "-open",
-		"-url", "https://" + lbAddr + "/", "-interval", haFreezeInterval.String(), "-timeout", haFreezeTimeout.String()})
+// haDownLines is haproxy's log of servers marked DOWN.
+func haDownLines(ha *lab.Process) []string {
+	var out []string
+	for _, line := range strings.Split(ha.Log(), "\n") {
+		if strings.HasPrefix(line, "Server ") && strings.Contains(line, " is DOWN") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestHAProxyFrozenAPIServer measures what a frozen apiserver (process
+// stopped, kernel alive: a GC stall, a hung process, a cgroup freeze) costs
+// the clients of another node's haproxy in TCP mode, where haproxy cannot
+// see layer 7 in the traffic and `observe layer4` sees only successful
+// connects: the time until the health checks mark the server DOWN, the
+// requests that stalled meanwhile, and that it comes back after SIGCONT.
+// Issue 28, finding 5.
+func TestHAProxyFrozenAPIServer(t *testing.T) {
+	rounds := envRounds(t, haFreezeRoundsEnv, 6)
+	hl := startHACheckLab(t, "hafreeze", nil)
+	nodes, apis, sock, ha := hl.nodes, hl.apis, hl.sock, hl.ha
+	probe := hl.l.Client().Start("probe", []string{hl.fakeapi, "probe", "-open",
+		"-url", "https://" + hl.lbAddr + "/", "-interval", haFreezeInterval.String(), "-timeout", haFreezeTimeout.String()})
+	allUp := hl.allUp
 
 	type round struct {
 		node               string
@@ -207,10 +240,8 @@ func TestHAProxyFrozenAPIServer(t *testing.T) {
 	if err := probe.Stop(time.Second); err != nil {
 		t.Error(err)
 	}
-	for _, line := range strings.Split(ha.Log(), "\n") {
-		if strings.HasPrefix(line, "Server ") && strings.Contains(line, " is DOWN") {
-			t.Logf("haproxy: %s", line)
-		}
+	for _, line := range haDownLines(ha) {
+		t.Logf("haproxy: %s", line)
 	}
 	results := parseFakeAPI(probe.Log())
 	if len(results) == 0 {
@@ -305,5 +336,59 @@ func TestHAProxyFrozenAPIServer(t *testing.T) {
 	}
 	if median > haFreezeDownMedian {
 		t.Errorf("median time to mark a frozen apiserver DOWN %d ms, want at most %d", median.Milliseconds(), haFreezeDownMedian.Milliseconds())
+	}
+}
+
+// haSlowReadyz is how long the slow apiserver's /readyz takes: well past
+// the 300 ms that bound a check's TLS handshake, inside timeout check 1s.
+const haSlowReadyz = 700 * time.Millisecond
+
+// TestHAProxySlowReadyzStaysUp is the other side of
+// TestHAProxyFrozenAPIServer: an apiserver that completes the TLS handshake
+// at once but takes haSlowReadyz to answer /readyz (a loaded apiserver) is
+// not taken for a frozen one. haproxy keeps it UP, with no DOWN in its log,
+// and it serves its share of the requests.
+func TestHAProxySlowReadyzStaysUp(t *testing.T) {
+	hl := startHACheckLab(t, "haslow", map[int]time.Duration{2: haSlowReadyz})
+	slow := hl.nodes[2]
+	probe := hl.l.Client().Start("probe", []string{hl.fakeapi, "probe", "-open",
+		"-url", "https://" + hl.lbAddr + "/", "-interval", haFreezeInterval.String(), "-timeout", haFreezeTimeout.String()})
+	// 30 check intervals of the slow server.
+	deadline := time.Now().Add(15 * time.Second)
+	polls := 0
+	for time.Now().Before(deadline) {
+		st, err := haServerState(hl.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st[slow.IPv4.String()] != 2 {
+			t.Errorf("the slow apiserver %s has state %d after %d polls", slow.IPv4, st[slow.IPv4.String()], polls)
+			break
+		}
+		polls++
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := probe.Stop(time.Second); err != nil {
+		t.Error(err)
+	}
+	for _, line := range haDownLines(hl.ha) {
+		t.Errorf("haproxy: %s", line)
+	}
+	var sent, failed, bySlow int
+	for _, x := range parseFakeAPI(probe.Log()) {
+		sent++
+		switch {
+		case !x.ok:
+			failed++
+		case x.detail == "hello_from_"+slow.Name:
+			bySlow++
+		}
+	}
+	t.Logf("/readyz answering after %v: UP in %d polls over 15 s; %d of %d requests failed, %d served by it", haSlowReadyz, polls, failed, sent, bySlow)
+	if failed > 0 {
+		t.Errorf("%d of %d requests failed", failed, sent)
+	}
+	if bySlow < sent/4 {
+		t.Errorf("the slow apiserver served %d of %d requests, want about a third", bySlow, sent)
 	}
 }

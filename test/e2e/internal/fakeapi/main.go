@@ -1,9 +1,10 @@
 // Command fakeapi stands in for a kube-apiserver behind haproxy in the e2e
 // lab, and is also the client that measures the API VIP from outside.
 //
-//	fakeapi serve -listen ADDR -name NODE
+//	fakeapi serve -listen ADDR -name NODE [-readyz-delay D]
 //	    HTTPS with a throwaway self-signed certificate: /readyz answers 200
-//	    "ok", everything else "hello from NODE".
+//	    "ok" (after D, a loaded apiserver's slow readiness checks),
+//	    everything else "hello from NODE".
 //	fakeapi probe -url URL [-interval 20ms] [-timeout 500ms] [-open]
 //	    one GET per interval, each on a new connection (a kept-alive
 //	    connection would hide a VIP move), one line per request on stdout:
@@ -65,13 +66,17 @@ func serve(args []string) error {
 	listen := fs.String("listen", ":6443", "address to listen on")
 	name := fs.String("name", "", "node name to answer with")
 	plain := fs.Bool("http", false, "plain HTTP (an ingress router's stats port) instead of TLS")
+	readyzDelay := fs.Duration("readyz-delay", 0, "time /readyz takes to answer")
 	_ = fs.Parse(args)
 	cert, err := selfSigned()
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(*readyzDelay)
+		io.WriteString(w, "ok")
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s", *name) })
 	srv := &http.Server{
 		Addr:              *listen,
