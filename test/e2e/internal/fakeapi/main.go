@@ -1,13 +1,17 @@
 // Command fakeapi stands in for a kube-apiserver behind haproxy in the e2e
 // lab, and is also the client that measures the API VIP from outside.
 //
-//	fakeapi serve -listen ADDR -name NODE
+//	fakeapi serve -listen ADDR -name NODE [-readyz-delay D]
 //	    HTTPS with a throwaway self-signed certificate: /readyz answers 200
-//	    "ok", everything else "hello from NODE".
-//	fakeapi probe -url URL [-interval 20ms] [-timeout 500ms]
+//	    "ok" (after D, a loaded apiserver's slow readiness checks),
+//	    everything else "hello from NODE".
+//	fakeapi probe -url URL [-interval 20ms] [-timeout 500ms] [-open]
 //	    one GET per interval, each on a new connection (a kept-alive
 //	    connection would hide a VIP move), one line per request on stdout:
 //	    "START_UNIX_NANO END_UNIX_NANO ok BODY" or "... fail ERROR".
+//	    With -open a request starts every interval even while earlier ones
+//	    wait (an open loop, as many independent clients): a stalled request
+//	    does not hold back the ones after it.
 //	fakeapi hold -addr HOST:PORT [-interval 100ms] [-timeout 2s]
 //	    one TLS connection, dialled once, with an HTTP/1.1 GET / on it every
 //	    interval; the same line format plus the connection's local address.
@@ -31,6 +35,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -61,13 +66,17 @@ func serve(args []string) error {
 	listen := fs.String("listen", ":6443", "address to listen on")
 	name := fs.String("name", "", "node name to answer with")
 	plain := fs.Bool("http", false, "plain HTTP (an ingress router's stats port) instead of TLS")
+	readyzDelay := fs.Duration("readyz-delay", 0, "time /readyz takes to answer")
 	_ = fs.Parse(args)
 	cert, err := selfSigned()
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(*readyzDelay)
+		io.WriteString(w, "ok")
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s", *name) })
 	srv := &http.Server{
 		Addr:              *listen,
@@ -107,6 +116,7 @@ func probe(args []string) error {
 	url := fs.String("url", "", "URL to GET")
 	interval := fs.Duration("interval", 20*time.Millisecond, "time between request starts")
 	timeout := fs.Duration("timeout", 500*time.Millisecond, "per-request timeout")
+	open := fs.Bool("open", false, "start a request every interval even while earlier ones wait")
 	_ = fs.Parse(args)
 	if *url == "" {
 		return fmt.Errorf("probe: -url is required")
@@ -119,21 +129,44 @@ func probe(args []string) error {
 		},
 	}
 	out := bufio.NewWriter(os.Stdout)
-	tick := time.NewTicker(*interval)
-	defer tick.Stop()
-	for range tick.C {
+	var mu sync.Mutex // out, when requests overlap
+	one := func() error {
 		start := time.Now()
 		status := "ok"
 		detail, err := get(c, *url)
 		if err != nil {
 			status, detail = "fail", err.Error()
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		fmt.Fprintf(out, "%d %d %s %s\n", start.UnixNano(), time.Now().UnixNano(), status,
 			strings.Join(strings.Fields(detail), "_"))
 		// Flushed per line: the test reads the log while the probe runs.
-		if err := out.Flush(); err != nil {
-			return err
+		return out.Flush()
+	}
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	errs := make(chan error, 1)
+	for range tick.C {
+		if !*open {
+			if err := one(); err != nil {
+				return err
+			}
+			continue
 		}
+		select {
+		case err := <-errs:
+			return err
+		default:
+		}
+		go func() {
+			if err := one(); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}()
 	}
 	return nil
 }
