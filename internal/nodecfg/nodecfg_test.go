@@ -445,32 +445,16 @@ func TestRunDirs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := map[string]mounts{}
-			for p, o := range render(t, tc.file) {
-				name, ok := strings.CutPrefix(p, ManifestDir+"/infradns-")
-				if !ok {
-					continue
-				}
-				pod, err := DecodePod(o.Data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				vols := map[string]string{}
-				for _, v := range pod.Spec.Volumes {
-					if v.HostPath != nil {
-						vols[v.Name] = v.HostPath.Path
+			for name, ms := range hostMounts(t, render(t, tc.file)) {
+				for _, m := range ms {
+					if !strings.HasPrefix(m.path+"/", RunDir+"/") && !strings.HasPrefix(RunDir+"/", m.path+"/") {
+						continue
 					}
-				}
-				for _, c := range pod.Spec.Containers {
-					for _, m := range c.VolumeMounts {
-						hp := vols[m.Name]
-						if hp == "" || !strings.HasPrefix(hp+"/", RunDir+"/") && !strings.HasPrefix(RunDir+"/", hp+"/") {
-							continue
-						}
-						if got[strings.TrimSuffix(name, ".yaml")] == nil {
-							got[strings.TrimSuffix(name, ".yaml")] = mounts{}
-						}
-						got[strings.TrimSuffix(name, ".yaml")][hp] = m.ReadOnly
+					pod := strings.TrimSuffix(name, ".yaml")
+					if got[pod] == nil {
+						got[pod] = mounts{}
 					}
+					got[pod][m.path] = m.readOnly
 				}
 			}
 			if !reflect.DeepEqual(got, tc.want) {
@@ -491,7 +475,37 @@ func withRole(f File, role string) File {
 func TestKubeconfigMount(t *testing.T) {
 	f := withRole(exampleFile(t), ControlPlane)
 	f.Kubeconfig = "/var/lib/infradns/kubeconfig"
-	for p, o := range render(t, f) {
+	for name, ms := range hostMounts(t, render(t, f)) {
+		mounted := false
+		for _, m := range ms {
+			if strings.HasPrefix(m.path, "/etc/kubernetes") || strings.HasPrefix(m.path, "/var/lib/kubelet") {
+				t.Errorf("%s mounts %s", name, m.path)
+			}
+			if m.path == "/var/lib/infradns" {
+				mounted = true
+				if !m.readOnly {
+					t.Errorf("%s mounts the kubeconfig's directory read-write", name)
+				}
+			}
+		}
+		if want := name == "coredns.yaml" || name == "lbconfig.yaml"; mounted != want {
+			t.Errorf("%s mounts the kubeconfig's directory: %v, want %v", name, mounted, want)
+		}
+	}
+}
+
+// hostMount is a host path a container mounts.
+type hostMount struct {
+	path     string
+	readOnly bool
+}
+
+// hostMounts are the host paths each rendered static pod's containers
+// mount, by the manifest's name without "infradns-" (coredns.yaml, ...).
+func hostMounts(t *testing.T, files map[string]Output) map[string][]hostMount {
+	t.Helper()
+	out := map[string][]hostMount{}
+	for p, o := range files {
 		name, ok := strings.CutPrefix(p, ManifestDir+"/infradns-")
 		if !ok {
 			continue
@@ -506,23 +520,16 @@ func TestKubeconfigMount(t *testing.T) {
 				vols[v.Name] = v.HostPath.Path
 			}
 		}
-		mounted := false
-		for _, m := range pod.Spec.Containers[0].VolumeMounts {
-			hp := vols[m.Name]
-			if strings.HasPrefix(hp, "/etc/kubernetes") || strings.HasPrefix(hp, "/var/lib/kubelet") {
-				t.Errorf("%s mounts %s", name, hp)
-			}
-			if hp == "/var/lib/infradns" {
-				mounted = true
-				if !m.ReadOnly {
-					t.Errorf("%s mounts the kubeconfig's directory read-write", name)
+		out[name] = []hostMount{}
+		for _, c := range pod.Spec.Containers {
+			for _, m := range c.VolumeMounts {
+				if hp := vols[m.Name]; hp != "" {
+					out[name] = append(out[name], hostMount{hp, m.ReadOnly})
 				}
 			}
 		}
-		if want := name == "coredns.yaml" || name == "lbconfig.yaml"; mounted != want {
-			t.Errorf("%s mounts the kubeconfig's directory: %v, want %v", name, mounted, want)
-		}
 	}
+	return out
 }
 
 // TestDNSKubeconfigMount: with dnsKubeconfig the DNS pod mounts its own
@@ -549,30 +556,15 @@ func TestDNSKubeconfigMount(t *testing.T) {
 			f.DNSKubeconfig = tc.dnsKubeconfig
 			files := render(t, f)
 			got := map[string]string{}
-			for p, o := range files {
-				name, ok := strings.CutPrefix(p, ManifestDir+"/infradns-")
-				if !ok {
-					continue
-				}
-				pod, err := DecodePod(o.Data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				vols := map[string]string{}
-				for _, v := range pod.Spec.Volumes {
-					if v.HostPath != nil {
-						vols[v.Name] = v.HostPath.Path
+			for name, ms := range hostMounts(t, files) {
+				for _, m := range ms {
+					if !strings.HasPrefix(m.path, "/etc/kubernetes/") {
+						continue
 					}
-				}
-				for _, c := range pod.Spec.Containers {
-					for _, m := range c.VolumeMounts {
-						if hp := vols[m.Name]; strings.HasPrefix(hp, "/etc/kubernetes/") {
-							if got[name] != "" && got[name] != hp {
-								t.Errorf("%s mounts two kubeconfig directories: %s and %s", name, got[name], hp)
-							}
-							got[name] = hp
-						}
+					if got[name] != "" && got[name] != m.path {
+						t.Errorf("%s mounts two kubeconfig directories: %s and %s", name, got[name], m.path)
 					}
+					got[name] = m.path
 				}
 			}
 			if !reflect.DeepEqual(got, tc.want) {

@@ -193,14 +193,7 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 	// lbconfig's and mdnsnodes' watches, through internal/kube as the
 	// plugins run them: they never sync without list and watch on all of it.
 	allowed("lbconfig's watches sync and see the cluster", func() error {
-		s, err := firstSnapshot(ctx, client, false)
-		if err != nil {
-			return err
-		}
-		if len(s.Nodes) < 2 || fmt.Sprint(s.APIServers) != "[198.51.100.10:6443]" || !slices.Equal(s.IngressNodes, []string{"worker-0"}) {
-			return fmt.Errorf("snapshot %d nodes, apiservers %v, ingress nodes %v", len(s.Nodes), s.APIServers, s.IngressNodes)
-		}
-		return nil
+		return lbconfigSees(ctx, client)
 	})
 	allowed("mdnsnodes' watch (Nodes only) syncs", func() error {
 		s, err := firstSnapshot(ctx, client, true)
@@ -408,14 +401,7 @@ func workerIdentity(t *testing.T, ctx context.Context, c *kubetest.Cluster, dir 
 		t.Logf("worker 403 as it should: %s", what)
 	}
 	allowed("lbconfig's watches sync and see the cluster", func() error {
-		s, err := firstSnapshot(ctx, client, false)
-		if err != nil {
-			return err
-		}
-		if len(s.Nodes) < 2 || fmt.Sprint(s.APIServers) != "[198.51.100.10:6443]" || !slices.Equal(s.IngressNodes, []string{"worker-0"}) {
-			return fmt.Errorf("snapshot %d nodes, apiservers %v, ingress nodes %v", len(s.Nodes), s.APIServers, s.IngressNodes)
-		}
-		return nil
+		return lbconfigSees(ctx, client)
 	})
 	// Ingress VIPs: a new Lease, renewed, and one the control plane held.
 	for _, step := range []struct{ lease, holder string }{
@@ -739,6 +725,20 @@ current-context: infradns
 	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lbconfigSees runs lbconfig's watches as client until their first
+// snapshot and checks it shows the test's cluster: both nodes, the one
+// apiserver, worker-0 as the ingress node.
+func lbconfigSees(ctx context.Context, client kube.Client) error {
+	s, err := firstSnapshot(ctx, client, false)
+	if err != nil {
+		return err
+	}
+	if len(s.Nodes) < 2 || fmt.Sprint(s.APIServers) != "[198.51.100.10:6443]" || !slices.Equal(s.IngressNodes, []string{"worker-0"}) {
+		return fmt.Errorf("snapshot %d nodes, apiservers %v, ingress nodes %v", len(s.Nodes), s.APIServers, s.IngressNodes)
+	}
+	return nil
 }
 
 // firstSnapshot runs internal/kube's watcher (lbconfig's, or mdnsnodes'
