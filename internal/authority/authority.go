@@ -145,18 +145,7 @@ func (a *Authority) Own(w dns.ResponseWriter, r *dns.Msg, q Query, origin string
 	switch q.Name {
 	case z.origin:
 		m := a.reply(r)
-		switch q.Type {
-		case dns.TypeSOA:
-			m.Answer = []dns.RR{a.soa(z)}
-		case dns.TypeNS:
-			m.Answer = []dns.RR{a.nsRecord(z)}
-		case dns.TypeANY:
-			// RFC 8482: a name with data answers ANY with at least one
-			// of its RRsets, never NODATA.
-			m.Answer = []dns.RR{a.soa(z), a.nsRecord(z)}
-		default:
-			m.Ns = []dns.RR{a.soa(z)}
-		}
+		a.apex(m, z, q.Type)
 		w.WriteMsg(m)
 		return true, resultOf(m)
 	case z.ns:
@@ -249,6 +238,22 @@ func (a *Authority) reply(r *dns.Msg) *dns.Msg {
 
 // soa follows k8s_external: the negative TTL (minttl) equals the record TTL, so a
 // name that appears later is not hidden longer than a positive answer is cached.
+// apex answers qtype at z's origin into m: SOA, NS, both for ANY (RFC
+// 8482: a name with data answers ANY with at least one of its RRsets,
+// never NODATA), else NODATA with the SOA.
+func (a *Authority) apex(m *dns.Msg, z *zone, qtype uint16) {
+	switch qtype {
+	case dns.TypeSOA:
+		m.Answer = []dns.RR{a.soa(z)}
+	case dns.TypeNS:
+		m.Answer = []dns.RR{a.nsRecord(z)}
+	case dns.TypeANY:
+		m.Answer = []dns.RR{a.soa(z), a.nsRecord(z)}
+	default:
+		m.Ns = []dns.RR{a.soa(z)}
+	}
+}
+
 func (a *Authority) soa(z *zone) *dns.SOA {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: z.origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: z.ttl},

@@ -139,16 +139,7 @@ func (a *Authority) reverseMiss(w dns.ResponseWriter, r *dns.Msg, q Query, own r
 	m := a.reply(r)
 	switch {
 	case q.Name == z.origin:
-		switch q.Type {
-		case dns.TypeSOA:
-			m.Answer = []dns.RR{a.soa(z)}
-		case dns.TypeNS:
-			m.Answer = []dns.RR{a.nsRecord(z)}
-		case dns.TypeANY:
-			m.Answer = []dns.RR{a.soa(z), a.nsRecord(z)}
-		default:
-			m.Ns = []dns.RR{a.soa(z)}
-		}
+		a.apex(m, z, q.Type)
 	case own.HasBelow(q.Name) || a.heldBelow(q.Name):
 		m.Ns = []dns.RR{a.soa(z)}
 	default:
