@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"testing"
@@ -188,10 +189,10 @@ func rawExchange(t *testing.T, network, addr string, b []byte) *dns.Msg {
 	n := 0
 	if network == "tcp" {
 		var l [2]byte
-		if _, err := readFull(c, l[:]); err != nil {
+		if _, err := io.ReadFull(c, l[:]); err != nil {
 			return nil
 		}
-		if n, err = readFull(c, buf[:binary.BigEndian.Uint16(l[:])]); err != nil {
+		if n, err = io.ReadFull(c, buf[:binary.BigEndian.Uint16(l[:])]); err != nil {
 			return nil
 		}
 	} else if n, err = c.Read(buf); err != nil {
@@ -205,18 +206,6 @@ func rawExchange(t *testing.T, network, addr string, b []byte) *dns.Msg {
 		t.Fatalf("Reply does not unpack: %v", err)
 	}
 	return r
-}
-
-func readFull(c net.Conn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := c.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // TestServerMalformedQueries sends malformed packets to a real server: each

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -348,26 +349,14 @@ func diffTCP(wire []byte, addr string, wait time.Duration) ([]byte, error) {
 		return nil, err
 	}
 	var l [2]byte
-	if _, err := readFull(c, l[:]); err != nil {
+	if _, err := io.ReadFull(c, l[:]); err != nil {
 		return nil, err
 	}
 	buf := make([]byte, binary.BigEndian.Uint16(l[:]))
-	if _, err := readFull(c, buf); err != nil {
+	if _, err := io.ReadFull(c, buf); err != nil {
 		return nil, err
 	}
 	return buf, nil
-}
-
-func readFull(c net.Conn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := c.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // diffNames are the question names: the zone's names, names the zone does

@@ -196,14 +196,7 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 		return lbconfigSees(ctx, client)
 	})
 	allowed("mdnsnodes' watch (Nodes only) syncs", func() error {
-		s, err := firstSnapshot(ctx, client, true)
-		if err != nil {
-			return err
-		}
-		if _, ok := s.Node("master-0"); !ok {
-			return fmt.Errorf("snapshot without master-0: %v", s.Nodes)
-		}
-		return nil
+		return mdnsnodesSees(ctx, client, "master-0")
 	})
 
 	// The status Leases, written as plugin/lbconfig/status.go writes them:
@@ -478,14 +471,7 @@ func dnsIdentity(t *testing.T, ctx context.Context, c *kubetest.Cluster, dir str
 	t.Helper()
 	client, as := identity(t, ctx, c, dir, "infradns-dns", cert)
 	if err := lab.Poll(ctx, 5*time.Second, 50*time.Millisecond, func() error {
-		s, err := firstSnapshot(ctx, client, true)
-		if err != nil {
-			return err
-		}
-		if _, ok := s.Node("worker-0"); !ok {
-			return fmt.Errorf("snapshot without worker-0: %v", s.Nodes)
-		}
-		return nil
+		return mdnsnodesSees(ctx, client, "worker-0")
 	}); err != nil {
 		t.Errorf("dns allowed: mdnsnodes' watch (Nodes only) syncs: %v", err)
 	} else {
@@ -737,6 +723,19 @@ func lbconfigSees(ctx context.Context, client kube.Client) error {
 	}
 	if len(s.Nodes) < 2 || fmt.Sprint(s.APIServers) != "[198.51.100.10:6443]" || !slices.Equal(s.IngressNodes, []string{"worker-0"}) {
 		return fmt.Errorf("snapshot %d nodes, apiservers %v, ingress nodes %v", len(s.Nodes), s.APIServers, s.IngressNodes)
+	}
+	return nil
+}
+
+// mdnsnodesSees runs mdnsnodes' watch (Nodes only) as client until its
+// first snapshot and checks it holds node.
+func mdnsnodesSees(ctx context.Context, client kube.Client, node string) error {
+	s, err := firstSnapshot(ctx, client, true)
+	if err != nil {
+		return err
+	}
+	if _, ok := s.Node(node); !ok {
+		return fmt.Errorf("snapshot without %s: %v", node, s.Nodes)
 	}
 	return nil
 }
