@@ -42,8 +42,44 @@ type MasterSocket struct {
 	Path string
 }
 
+// masterBusy bounds how long Reload waits out a master that is re-executing
+// itself (haproxy 2.6 takes up to ~150 ms on an idle machine): it refuses
+// connections, or resets those queued on its old socket, without reading the
+// command.
+const masterBusy = time.Second
+
 // Reload sends the command and waits for the master to close the connection.
+// A master in the middle of a reload is retried, not reported: lbconfig
+// writes and reloads again as soon as a change follows the last one.
 func (m MasterSocket) Reload(ctx context.Context) error {
+	until := time.Now().Add(masterBusy)
+	for {
+		err := m.reload(ctx)
+		if err == nil || !m.busy(err) || time.Now().After(until) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// busy says whether err is what a re-executing master gives: a reset or
+// closed connection, or a refused one while its socket file is there.
+func (m MasterSocket) busy(err error) bool {
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		_, serr := os.Stat(m.Path)
+		return serr == nil
+	}
+	return false
+}
+
+func (m MasterSocket) reload(ctx context.Context) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", m.Path)
 	if err != nil {

@@ -19,41 +19,9 @@ import (
 // TestMasterSocketReload reloads a real haproxy in master-worker mode through
 // its master CLI and checks the master counts one reload and runs a new worker.
 func TestMasterSocketReload(t *testing.T) {
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		t.Fatalf("haproxy not found (run hack/install-deps.sh as root): %v", err)
-	}
-	dir := t.TempDir()
-	port := freePort(t)
-	cfg := filepath.Join(dir, "haproxy.cfg")
-	writeTestFile(t, cfg, fmt.Sprintf(`global
-    master-worker
-defaults
-    mode tcp
-    timeout connect 1s
-    timeout client 1s
-    timeout server 1s
-frontend f
-    bind 127.0.0.1:%d
-    default_backend b
-backend b
-    server s 127.0.0.1:1
-`, port))
-	sock := filepath.Join(dir, "master.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "haproxy", "-W", "-db", "-f", cfg, "-S", sock)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", out.String())
-		}
-	}()
+	dir, sock := startMasterWorker(t, ctx)
 	before := waitFor(t, func() (string, bool) {
 		s, err := masterQuery(sock, "show proc")
 		return s, err == nil && strings.Contains(s, "worker")
@@ -71,6 +39,72 @@ backend b
 	if err := (MasterSocket{Path: filepath.Join(dir, "nosuch.sock")}).Reload(ctx); err == nil {
 		t.Error("Expected an error for a missing socket")
 	}
+}
+
+// TestMasterSocketReloadBurst reloads a real haproxy back to back, as
+// lbconfig does when changes follow each other: the master re-executes
+// itself on each reload and, for up to ~150 ms, refuses connections or resets
+// those queued on its old socket. That is a reload in progress, not a failed
+// one (it counted as a failure and raised InfradnsReloadFailing): each
+// reload must be taken.
+func TestMasterSocketReloadBurst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, sock := startMasterWorker(t, ctx)
+	waitFor(t, func() (string, bool) {
+		s, err := masterQuery(sock, "show proc")
+		return s, err == nil && strings.Contains(s, "worker")
+	})
+	const n = 20
+	for i := range n {
+		if err := (MasterSocket{Path: sock}).Reload(ctx); err != nil {
+			t.Fatalf("reload %d of %d: %v", i+1, n, err)
+		}
+	}
+	waitFor(t, func() (string, bool) {
+		s, err := masterQuery(sock, "show proc")
+		return s, err == nil && strings.Contains(s, fmt.Sprintf("master          %d [failed: 0]", n))
+	})
+}
+
+// startMasterWorker runs haproxy in master-worker mode with a master socket,
+// stopped when the test ends.
+func startMasterWorker(t *testing.T, ctx context.Context) (dir, sock string) {
+	t.Helper()
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Fatalf("haproxy not found (run hack/install-deps.sh as root): %v", err)
+	}
+	dir = t.TempDir()
+	port := freePort(t)
+	cfg := filepath.Join(dir, "haproxy.cfg")
+	writeTestFile(t, cfg, fmt.Sprintf(`global
+    master-worker
+defaults
+    mode tcp
+    timeout connect 1s
+    timeout client 1s
+    timeout server 1s
+frontend f
+    bind 127.0.0.1:%d
+    default_backend b
+backend b
+    server s 127.0.0.1:1
+`, port))
+	sock = filepath.Join(dir, "master.sock")
+	cmd := exec.CommandContext(ctx, "haproxy", "-W", "-db", "-f", cfg, "-S", sock)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("haproxy output:\n%s", out.String())
+		}
+	})
+	return dir, sock
 }
 
 // TestSignalPidfile signals a real process found through a pid file and

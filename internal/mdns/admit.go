@@ -427,7 +427,7 @@ func (c *Cache) processSigned(now time.Time, src netip.Addr, p packet, res *Resu
 		}
 		signed := Signed{Cluster: fields[txtCluster], Host: target, Addrs: addrs, Goodbye: bye}
 		if err := c.verifier.Check(now, signed, fields); err != nil {
-			if !errors.Is(err, ErrDuplicate) { // a copy is no news: ignored
+			if !errors.Is(err, ErrDuplicate) && !errors.Is(err, ErrSuperseded) { // no news: ignored
 				res.reject(reasonOf(err))
 			}
 			continue

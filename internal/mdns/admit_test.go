@@ -18,11 +18,21 @@ func TestCacheReplay(t *testing.T) {
 	}
 	bye := announce(t, "node1", "ocp4", []netip.Addr{n1v4}, key, t0.Add(time.Second), true)
 	c.Process(t0.Add(time.Second), n1v4, bye)
-	// The same announcement again, and an older one: neither brings it back.
-	for _, m := range []*dns.Msg{first, announce(t, "node1", "ocp4", []netip.Addr{n1v4}, key, t0.Add(500*time.Millisecond), false)} {
-		res := c.Process(t0.Add(2*time.Second), rogue, m)
-		if res.Rejected[ReasonReplay] != 1 {
-			t.Errorf("Replay: %+v, want rejected as replay", res)
+	// The same announcement again, an older one, and one a moment older
+	// than the goodbye (as a reordered packet would be): none brings it
+	// back; the last is ignored, not counted as a replay.
+	for _, tc := range []struct {
+		name   string
+		m      *dns.Msg
+		replay int
+	}{
+		{"the same again", first, 1},
+		{"older by 1.5 s", announce(t, "node1", "ocp4", []netip.Addr{n1v4}, key, t0.Add(-500*time.Millisecond), false), 1},
+		{"older by 0.5 s", announce(t, "node1", "ocp4", []netip.Addr{n1v4}, key, t0.Add(500*time.Millisecond), false), 0},
+	} {
+		res := c.Process(t0.Add(2*time.Second), rogue, tc.m)
+		if res.Rejected[ReasonReplay] != tc.replay || res.Accepted != 0 {
+			t.Errorf("%s: %+v, want %d replays and nothing accepted", tc.name, res, tc.replay)
 		}
 	}
 	now := t0.Add(3 * time.Second)

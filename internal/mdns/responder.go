@@ -350,8 +350,15 @@ func (r *Responder) handle(conn *Conn, ann *Announcer, p Packet) {
 			// change's announcement: its old addresses would count as fresh
 			// and survive the cache flush (RFC 6762 10.2 keeps what arrived
 			// within the last second). The announcement answers the query.
-			if r.currentZone() == zone {
-				r.send(conn, reply.Msg, nil)
+			if r.currentZone() != zone {
+				return
+			}
+			// Signed when sent, not when the query came: an announcement
+			// sent during the delay carries a later time, and a resolver
+			// takes an older one arriving after it for a replay.
+			if late := zone.Respond(m, p.Src, NewStamp(time.Now())); late != nil {
+				late.Msg.Answer = sameRecords(late.Msg.Answer, reply.Msg.Answer)
+				r.send(conn, late.Msg, nil)
 			}
 		})
 		return
@@ -383,6 +390,18 @@ func (r *Responder) markMulticast(m *dns.Msg, now time.Time) {
 	for _, rr := range m.Answer {
 		r.lastMC[rrKey(rr)] = now
 	}
+}
+
+// sameRecords keeps the records of rrs whose name and type are among
+// those of kept (what the rate limit let through).
+func sameRecords(rrs, kept []dns.RR) []dns.RR {
+	out := rrs[:0:0]
+	for _, rr := range rrs {
+		if slices.ContainsFunc(kept, func(k dns.RR) bool { return rrKey(k) == rrKey(rr) }) {
+			out = append(out, rr)
+		}
+	}
+	return out
 }
 
 func rrKey(rr dns.RR) string {

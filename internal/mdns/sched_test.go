@@ -85,7 +85,11 @@ func TestVerifierWindow(t *testing.T) {
 	}{
 		{"fresh", sign(t0, "a"), nil},
 		{"same nonce", sign(t0.Add(time.Millisecond), "a"), ErrReplay},
-		{"older timestamp", sign(t0.Add(-time.Second), "b"), ErrReplay},
+		{"older by more than a second", sign(t0.Add(-1001*time.Millisecond), "b"), ErrReplay},
+		// The other family's socket, or a reply signed before an
+		// announcement and sent after it.
+		{"reordered within a second", sign(t0.Add(-time.Second), "b2"), ErrSuperseded},
+		{"the reordered one again", sign(t0.Add(-time.Second), "b2"), ErrDuplicate},
 		{"future beyond window", sign(t0.Add(time.Minute), "c"), ErrStale},
 		{"past beyond window", sign(t0.Add(-time.Minute), "d"), ErrStale},
 		{"unsigned", map[string]string{}, ErrUnsigned},

@@ -39,7 +39,11 @@ var (
 	// ErrDuplicate is not a rejection: the announcement was accepted a
 	// moment ago, and this is another copy of it (see DuplicateWindow).
 	ErrDuplicate = errors.New("announcement was just accepted: another copy of it")
-	ErrMalformed = errors.New("announcement signature fields are malformed")
+	// ErrSuperseded is not a rejection either: the announcement is at most
+	// DuplicateWindow older than one accepted from the same host, and
+	// arrived after it.
+	ErrSuperseded = errors.New("announcement is older than one just accepted from its host")
+	ErrMalformed  = errors.New("announcement signature fields are malformed")
 )
 
 // KeyOwnership is how a key file is to be owned: the publisher runs as uid
@@ -249,7 +253,14 @@ func (v *Verifier) Check(now time.Time, s Signed, fields map[string]string) erro
 	}
 	host := lower(s.Host)
 	if ts < v.last[host] {
-		return ErrReplay
+		if v.last[host]-ts > DuplicateWindow.Milliseconds() {
+			return ErrReplay
+		}
+		// Reordered, not replayed: the two families' sockets are read
+		// apart, and an unseen nonce cannot be forged. What it says is
+		// older than what was accepted, so it changes nothing.
+		v.seen[nonce] = seenNonce{forget: at.Add(v.Window), heard: now, sig: sig}
+		return ErrSuperseded
 	}
 	if len(v.seen) >= maxNonces {
 		return ErrReplay
