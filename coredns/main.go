@@ -10,7 +10,6 @@ import (
 	// The stock plugins; keep this list and the README's in step.
 	_ "github.com/coredns/coredns/plugin/acl"
 	_ "github.com/coredns/coredns/plugin/any"
-	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/bufsize"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/cancel"
@@ -37,6 +36,8 @@ import (
 
 	_ "github.com/infradns/infradns/plugin/apiint"
 	_ "github.com/infradns/infradns/plugin/appswildcard"
+	// CoreDNS's bind, same syntax, for addresses added while it runs.
+	_ "github.com/infradns/infradns/plugin/bind"
 	_ "github.com/infradns/infradns/plugin/lbconfig"
 	_ "github.com/infradns/infradns/plugin/mdnsnodes"
 

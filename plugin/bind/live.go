@@ -1,0 +1,218 @@
+package bind
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/coredns/coredns/core/dnsserver"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/coredns/coredns/plugin/pkg/reuseport"
+	"github.com/miekg/dns"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+var log = clog.NewWithPlugin(pluginName)
+
+// interfaces returns every interface's addresses by name, as the kernel
+// reports them now.
+func interfaces() (map[string][]Addr, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	names := map[int]string{}
+	out := map[string][]Addr{}
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
+		out[l.Attrs().Name] = nil
+	}
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		name, known := names[a.LinkIndex]
+		if !ok || !known {
+			continue
+		}
+		out[name] = append(out[name], Addr{IP: ip.Unmap(), Usable: a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) == 0})
+	}
+	return out, nil
+}
+
+// bindable returns the hosts a socket can be bound to now.
+func bindable(hosts []string) []string {
+	var out []string
+	for _, h := range hosts {
+		if pc, err := net.ListenPacket("udp", net.JoinHostPort(h, "0")); err == nil {
+			pc.Close()
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// live serves, on its own listeners, the hosts that were not bindable when
+// the server started (CoreDNS's listeners serve those that were), and stops
+// serving them when they go away. Queries on them go through the server
+// block's own dnsserver.Server, so zones, plugins and metrics are the same.
+type live struct {
+	dirs    []Directive
+	port    string
+	initial []string
+
+	mu      sync.Mutex
+	servers []*dnsserver.Server
+	extra   map[string][]*dns.Server
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newLive(dirs []Directive, port string, initial []string) *live {
+	return &live{dirs: dirs, port: port, initial: initial, extra: map[string][]*dns.Server{}}
+}
+
+// capture is called by dnsserver for each UDP server it starts.
+func (l *live) capture(s *dnsserver.Server) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.servers = append(l.servers, s)
+}
+
+func (l *live) start() error {
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go l.run()
+	return nil
+}
+
+func (l *live) shutdown() error {
+	if l.stop == nil {
+		return nil
+	}
+	close(l.stop)
+	<-l.done
+	return nil
+}
+
+// retry is how often hosts that could not be bound are tried again when no
+// address event came (a lost netlink message, a socket still closing).
+const retry = time.Second
+
+func (l *live) run() {
+	defer close(l.done)
+	defer l.closeAll()
+	updates := make(chan netlink.AddrUpdate, 64)
+	nlDone := make(chan struct{})
+	defer close(nlDone)
+	if err := netlink.AddrSubscribeWithOptions(updates, nlDone, netlink.AddrSubscribeOptions{
+		ErrorCallback: func(err error) { log.Warningf("address events: %v (polling every %v)", err, retry) },
+	}); err != nil {
+		log.Warningf("address events: %v (polling every %v)", err, retry)
+		updates = nil
+	}
+	tick := time.NewTicker(retry)
+	defer tick.Stop()
+	for {
+		l.reconcile()
+		select {
+		case <-l.stop:
+			return
+		case _, ok := <-updates:
+			if !ok {
+				updates = nil
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+func (l *live) reconcile() {
+	ifaces, err := interfaces()
+	if err != nil {
+		log.Warningf("interfaces: %v", err)
+		return
+	}
+	hosts, err := Hosts(l.dirs, ifaces)
+	if err != nil {
+		return // an interface named at start is gone; keep what is served
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for h, srvs := range l.extra {
+		if !slices.Contains(hosts, h) {
+			shutdown(srvs)
+			delete(l.extra, h)
+			log.Infof("stopped answering on %s: the address is gone", h)
+		}
+	}
+	if len(l.servers) == 0 {
+		return // dnsserver has not started: the next event or tick
+	}
+	for _, h := range hosts {
+		if _, ok := l.extra[h]; ok || slices.Contains(l.initial, h) {
+			continue
+		}
+		srvs, err := l.listen(h, l.servers[0])
+		if err != nil {
+			log.Debugf("%s: %v", h, err)
+			continue // tentative, or not there yet: tried again later
+		}
+		l.extra[h] = srvs
+		log.Infof("answering on %s (an address added after the start)", h)
+	}
+}
+
+func (l *live) listen(h string, s *dnsserver.Server) ([]*dns.Server, error) {
+	addr := net.JoinHostPort(h, l.port)
+	pc, err := reuseport.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := reuseport.Listen("tcp", addr)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		ctx := context.WithValue(context.Background(), dnsserver.Key{}, s)
+		ctx = context.WithValue(ctx, dnsserver.LoopKey{}, 0)
+		s.ServeDNS(ctx, w, r)
+	})
+	srvs := []*dns.Server{
+		{PacketConn: pc, Net: "udp", Handler: handler},
+		{Listener: ln, Net: "tcp", Handler: handler},
+	}
+	for _, srv := range srvs {
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go func() { _ = srv.ActivateAndServe() }()
+		// Shutdown of a server not yet started would leave its socket open.
+		select {
+		case <-started:
+		case <-time.After(time.Second):
+		}
+	}
+	return srvs, nil
+}
+
+func (l *live) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for h, srvs := range l.extra {
+		shutdown(srvs)
+		delete(l.extra, h)
+	}
+}
+
+func shutdown(srvs []*dns.Server) {
+	for _, s := range srvs {
+		_ = s.Shutdown()
+	}
+}

@@ -1,0 +1,97 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/test/e2e/lab"
+)
+
+// TestBindFollowsAddresses runs the node resolver's listen mode (`bind eth0
+// lo`, beside systemd-resolved's stub) as a node meets it:
+//   - started while eth0's IPv6 address is still tentative (duplicate address
+//     detection, as at boot): CoreDNS's own bind exits with "bind: cannot
+//     assign requested address"; it must come up, and answer on that address
+//     once detection is over;
+//   - a VIP added to eth0 afterwards (as keepalived adds it) must be answered
+//     on, from another host, and no longer once removed: CoreDNS's own bind
+//     refused every query on it, so the API VIP, every node's second
+//     nameserver, answered nothing on a node in that mode.
+func TestBindFollowsAddresses(t *testing.T) {
+	l := lab.New(t, lab.Config{Prefix: "bind", Nodes: 1, Client: true, TeardownGrace: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, client := l.Nodes()[0], l.Client()
+	// Detection on for eth0 (the lab turns it off), slow enough to start
+	// CoreDNS inside it: two probes a second apart.
+	tentative := lab.Host6(99)
+	for _, argv := range [][]string{
+		{"sysctl", "-qw", "net.ipv6.conf." + lab.Iface + ".accept_dad=1", "net.ipv6.conf." + lab.Iface + ".dad_transmits=2"},
+		{"ip", "addr", "add", netip.PrefixFrom(tentative, 64).String(), "dev", lab.Iface},
+	} {
+		if _, err := n.Run(ctx, argv...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(t.TempDir(), "Corefile")
+	writeFile(t, conf, fmt.Sprintf(".:53 {\n    bind %s lo\n    whoami\n}\n", lab.Iface))
+	dns := n.Start("coredns", []string{lab.Binary(t, "coredns"), "-conf", conf})
+	started := time.Now()
+	if res, err := n.Run(ctx, "ip", "-6", "addr", "show", "dev", lab.Iface, "tentative"); err != nil || !strings.Contains(res.Stdout, tentative.String()) {
+		t.Fatalf("%s is not tentative when CoreDNS starts (the case is not tested): %v %q", tentative, err, res.Stdout)
+	}
+	answers := func(server netip.Addr) error {
+		res, err := client.Dig(ctx, "+time=1", "@"+server.String(), "whoami.example", "A")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(res.Stdout, "status: NOERROR") {
+			return fmt.Errorf("no answer: %s", res.Stdout)
+		}
+		return nil
+	}
+	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, "CoreDNS up on the node's address", func() error { return answers(n.IPv4) })
+	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, "answers on the address that was tentative at start", func() error { return answers(tentative) })
+	t.Logf("measure: answering on the address tentative at start %v after CoreDNS started (detection: 2 probes, 1 s apart)", time.Since(started).Round(time.Millisecond))
+	if dns.Exited() {
+		t.Fatalf("CoreDNS exited:\n%s", lab.Tail(dns.LogPath, 20))
+	}
+
+	// VIPs added and removed as keepalived does, each family, five rounds.
+	var took []time.Duration
+	for round := range 5 {
+		for _, vip := range []netip.Prefix{netip.PrefixFrom(lab.Host4(130), 32), netip.PrefixFrom(lab.Host6(130), 128)} {
+			added := time.Now()
+			if err := n.AddAddr(vip); err != nil {
+				t.Fatal(err)
+			}
+			lab.Eventually(t, 5*time.Second, 2*time.Millisecond, fmt.Sprintf("round %d: answers on %s once added", round, vip.Addr()), func() error { return answers(vip.Addr()) })
+			took = append(took, time.Since(added))
+			if err := n.DelAddr(vip); err != nil {
+				t.Fatal(err)
+			}
+			// The client still sends to the node (neighbour cache): the
+			// node must not answer for an address it no longer has.
+			lab.Eventually(t, 5*time.Second, 50*time.Millisecond, fmt.Sprintf("round %d: no answer on %s once removed", round, vip.Addr()), func() error {
+				if answers(vip.Addr()) == nil {
+					return fmt.Errorf("still answered")
+				}
+				return nil
+			})
+		}
+	}
+	slices.Sort(took)
+	t.Logf("measure: VIP added → answered on it from another host: min %v, median %v, max %v (n=%d, dig polled every 2 ms)",
+		took[0].Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), len(took))
+	if !strings.Contains(string(mustRead(t, dns.LogPath)), "answering on "+lab.Host4(130).String()) {
+		t.Errorf("the log does not say it answers on the VIP:\n%s", lab.Tail(dns.LogPath, 20))
+	}
+}
