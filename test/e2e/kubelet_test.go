@@ -392,7 +392,8 @@ image: %s
 kubeconfig: /etc/kubernetes/infradns/kubeconfig
 apiServers: [%s]
 upstreams: [198.51.100.53]
-`, klCluster, domain, klAPIVIP, lab.Host4(131), lab.Iface, klImage, apiHostPort))
+listen: [%s, lo]
+`, klCluster, domain, klAPIVIP, lab.Host4(131), lab.Iface, klImage, apiHostPort, lab.Iface))
 
 	base := t.TempDir()
 	var nodes []*klNode
@@ -475,6 +476,7 @@ upstreams: [198.51.100.53]
 	}
 	holder := klOneHolder(ctx, t, nodes, kube)
 	t.Logf("API VIP on %s, the real kube-apiserver served through haproxy", holder.n.Name)
+	klVIPAnswers(ctx, t, l.Client(), holder, false)
 
 	// No container restarted on the way up (a crash loop that ends Ready
 	// would hide here).
@@ -566,7 +568,10 @@ upstreams: [198.51.100.53]
 		return nil
 	})
 	t.Logf("keepalived SIGKILLed on %s: restarted by kubelet and Ready %v later", holder.n.Name, time.Since(killed).Round(time.Millisecond))
-	klOneHolder(ctx, t, nodes, kube)
+	// When the VIP moved, it came to the new holder long after its
+	// resolver started.
+	now := klOneHolder(ctx, t, nodes, kube)
+	klVIPAnswers(ctx, t, l.Client(), now, now != holder)
 
 	// kubelet restarted: the pods are kept, not restarted.
 	k0 := nodes[0]
@@ -589,6 +594,32 @@ upstreams: [198.51.100.53]
 			t.Errorf("containerd on %s exited: %v\n%s", k.n.Name, k.containerd.Err(), lab.Tail(k.containerd.LogPath, 20))
 		}
 	}
+}
+
+// klVIPAnswers checks that the API VIP, every node's second nameserver,
+// answers DNS: the holder's resolver binds its interface (listen mode), and
+// a VIP that came to that interface after the resolver started (keepalived
+// takes it after its resolver is up, or it moved) was never answered on by
+// CoreDNS's own bind. added says the VIP must have come after the start.
+func klVIPAnswers(ctx context.Context, t *testing.T, client *lab.Node, holder *klNode, added bool) {
+	t.Helper()
+	v := runVerify(ctx, t, client, klAPIVIP, 53, klAPIVIP.String(), lab.Host4(131).String())
+	if v.exit != 0 || v.failed != 0 || v.passed != checksPerRun {
+		t.Fatalf("verify-dns.sh against the API VIP on %s: exit %d, %d passed, %d failed:\n%s", holder.n.Name, v.exit, v.passed, v.failed, v.out)
+	}
+	logs, _ := filepath.Glob(holder.path("/var/log/pods/*_infradns-coredns-*/*/*.log"))
+	var said bool
+	for _, f := range logs {
+		said = said || strings.Contains(string(mustRead(t, f)), "plugin/bind: answering on "+klAPIVIP.String())
+	}
+	if added && !said {
+		t.Errorf("%s's resolver does not log that it answers on the API VIP %s added after its start (logs %v)", holder.n.Name, klAPIVIP, logs)
+	}
+	how := "bound when its resolver started"
+	if said {
+		how = "added after its resolver started"
+	}
+	t.Logf("verify-dns.sh: %d of %d checks passed against the API VIP on %s, %s", v.passed, checksPerRun, holder.n.Name, how)
 }
 
 func (k *klNode) startKubelet(t *testing.T) {
