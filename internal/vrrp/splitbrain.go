@@ -100,7 +100,8 @@ const (
 // between them. The rule is one both sides compute alike without talking:
 // of the cluster nodes claiming the VIP, the one with the lowest MAC keeps
 // it; the others step down (their instance goes to FAULT) and stay down
-// while the keeper answers and its adverts still do not reach them. Pure:
+// while the keeper claims the VIP and its adverts still do not reach them.
+// Pure:
 // the caller probes and writes the files.
 type SplitBrain struct {
 	Confirm time.Duration // 0: DefaultSplitConfirm
@@ -142,7 +143,11 @@ func (s *SplitBrain) Step(in SplitInput, now time.Time) SplitEvent {
 		}
 	}
 	if s.down {
-		if len(peers) > 0 {
+		// Only the keepers' claims keep us down. Another peer's is the
+		// node that took over when a keeper stopped claiming (a keeper
+		// paused, then resumed as BACKUP): waiting on it kept a node in
+		// FAULT for good, for a keeper whose adverts never came again.
+		if slices.ContainsFunc(peers, func(c Claim) bool { return slices.Contains(s.keepers, c.MAC) }) {
 			s.lastClaim = now
 		}
 		switch {

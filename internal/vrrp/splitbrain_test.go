@@ -71,6 +71,15 @@ func TestSplitBrain(t *testing.T) {
 			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}, want: SplitStepDown},
 			{claims: []Claim{peer(low)}, third: true}, {claims: []Claim{peer(low)}, heard: true, want: SplitResumeHeard},
 		}, false},
+		// Issue 28: a paused keeper resumed and went BACKUP; the node that
+		// took over meanwhile (mid) claims the VIP as its rightful holder.
+		// Its claims are no reason to stay down: only the keeper's are.
+		{"stepped down: another peer's claims do not keep it down", high, []check{
+			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}},
+			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}, want: SplitStepDown},
+			{claims: []Claim{peer(low), peer(mid)}}, {claims: []Claim{peer(mid)}}, {claims: []Claim{peer(mid)}},
+			{claims: []Claim{peer(mid)}, want: SplitResumeQuiet},
+		}, false},
 		{"stepped down: resumes when the keeper is gone", high, []check{
 			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}},
 			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}, want: SplitStepDown},
