@@ -171,11 +171,12 @@ func RenderButane(role string, outs []Output) ([]byte, error) {
 // -node) and says what to do instead.
 func (f File) PoolWide() error {
 	if f.Node != "" {
-		// Refused rather than ignored with a warning: the MachineConfig does
-		// not depend on it any more, so refusing costs one retry, while a
-		// warning is lost when the output is piped into `oc apply`, and
-		// whoever passed -node (or kept a per-node cluster file) expects
-		// that node's configuration, which a pool's MachineConfig cannot be.
+		// Refused rather than ignored with a warning: nothing in a pool's
+		// MachineConfig may depend on it, so refusing costs one retry,
+		// while a warning is lost when the output is piped into `oc apply`,
+		// and whoever passed -node (or kept a per-node cluster file)
+		// expects that node's configuration, which a pool's MachineConfig
+		// cannot be.
 		const why = "a MachineConfig applies to every node of its pool, and every one of them would act as this node " +
 			"(lbconfig's Node name, VRRP priority, router_id and status Leases): leave it out; each node's lbconfig takes its Node name from its host name when it starts, as kubelet does"
 		if f.Has("node") {
@@ -195,7 +196,7 @@ func (f File) PoolWide() error {
 		return f.errorf([]string{"metricsAddress"}, "%s is one node's address: the MachineConfig would make every node of the pool listen there; leave it out (loopback) or use 0.0.0.0", a)
 	}
 	if f.BGP.RouterID.IsValid() {
-		return f.errorf([]string{"bgp"}, "routerID %s: a BGP router ID is one node's, and the MachineConfig would give it to every node of the pool: leave it out, and each node's lbconfig uses its own IPv4 address", f.BGP.RouterID)
+		return f.errorf([]string{"bgp"}, "routerID %s: a BGP router ID is one node's, and the MachineConfig would give it to every node of the pool: leave it out, and each node's lbconfig uses its own address towards its first peer", f.BGP.RouterID)
 	}
 	if len(f.BGP.Nodes) > 0 {
 		return f.errorf([]string{"bgp"}, "nodes (%s): per-node settings cannot be in a MachineConfig, which every node of the pool gets alike: "+
