@@ -43,12 +43,7 @@ func renderNode(_ context.Context, args []string, out io.Writer) error {
 	switch *format {
 	case nodecfg.FormatFiles:
 	case nodecfg.FormatMachineConfig, nodecfg.FormatButane:
-		if v.Resolved {
-			// Ignition writes unit files but does not enable them this way,
-			// and OpenShift's nodes run NetworkManager.
-			return fmt.Errorf("render-node: -format %s: OpenShift nodes run NetworkManager: use resolver: networkmanager", *format)
-		}
-		return writeMachineConfig(*format, f.Role, outs, *root, out)
+		return machineConfig(*format, f, *root, *dry, out) // machineconfig.go
 	default:
 		return fmt.Errorf("render-node: -format %q: want files, machineconfig or butane", *format)
 	}
@@ -75,27 +70,5 @@ func renderNode(_ context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%-9s %s%s\n", c.Action, c.Under, note)
 	}
-	return err
-}
-
-// writeMachineConfig writes the role's files as one MachineConfig (or
-// Butane config) to path, or to out for "-".
-func writeMachineConfig(format, role string, outs []nodecfg.Output, path string, out io.Writer) error {
-	render := nodecfg.RenderMachineConfig
-	if format == nodecfg.FormatButane {
-		render = nodecfg.RenderButane
-	}
-	b, err := render(role, outs)
-	if err != nil {
-		return fmt.Errorf("render-node: %w", err)
-	}
-	if path == "-" {
-		_, err := out.Write(b)
-		return err
-	}
-	if _, err := atomicfile.WriteIfChanged(path, b, 0o644); err != nil {
-		return fmt.Errorf("render-node: %w", err)
-	}
-	_, err = fmt.Fprintf(out, "wrote %s (%s for the %s role; forward.conf stays the dispatcher script's)\n", path, format, role)
 	return err
 }

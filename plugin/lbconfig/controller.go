@@ -104,11 +104,15 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 	spec := l.model.Spec()
 	node, iface, ips := spec.Node, spec.Interface, spec.NodeIPs
 	if node == "" {
+		// No node in the Corefile (one rendered for a whole pool): the
+		// host's name, as kubelet registers it.
 		h, err := os.Hostname()
 		if err != nil {
 			return nil, nil, fmt.Errorf("node name: %w", err)
 		}
-		node = strings.ToLower(h)
+		if node, err = cluster.HostNodeName(h); err != nil {
+			return nil, nil, fmt.Errorf("node name from the host name: %w", err)
+		}
 	}
 	bgpMode := spec.Mode == cluster.ModeBGP
 	if bgpMode && (iface == "" || iface == "auto") {
