@@ -144,7 +144,8 @@ func TestGuideMetricsPorts(t *testing.T) {
 	const guide = "docs/operator-guide.md"
 	want := renderedMetricsPorts(t)
 	named := map[string]bool{}
-	for i, line := range strings.Split(readDoc(t, guide), "\n") {
+	for _, para := range paragraphs(readDoc(t, guide)) {
+		i, line := para.line-1, para.text
 		for _, clause := range regexp.MustCompile(`[,;|]|\. `).Split(line, -1) {
 			for _, ps := range metricsPortRE.FindAllString(clause, -1) {
 				port, _ := strconv.Atoi(ps)
@@ -174,6 +175,32 @@ func TestGuideMetricsPorts(t *testing.T) {
 			t.Errorf("%s does not name the metrics port of %s (%d)", guide, pod, want[pod])
 		}
 	}
+}
+
+type paragraph struct {
+	line int // of its first line, from 1
+	text string
+}
+
+// paragraphs joins the wrapped lines of md's paragraphs and list items into
+// one line each; a table row, a heading or a fence line stays a line of its own.
+func paragraphs(md string) []paragraph {
+	var out []paragraph
+	cur := -1
+	for i, l := range strings.Split(md, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == "" || strings.HasPrefix(t, "|") || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
+			out = append(out, paragraph{i + 1, t})
+			cur = -1
+		case cur >= 0 && !strings.HasPrefix(t, "- ") && !strings.HasPrefix(t, "* ") && !regexp.MustCompile(`^\d+\. `).MatchString(t):
+			out[cur].text += " " + t
+		default:
+			out = append(out, paragraph{i + 1, t})
+			cur = len(out) - 1
+		}
+	}
+	return out
 }
 
 // definedMetric is a metric the Go sources define, and where.
@@ -348,7 +375,11 @@ func TestDocsMetricsDefined(t *testing.T) {
 	}
 	for _, doc := range docs {
 		for i, line := range strings.Split(readDoc(t, doc), "\n") {
-			for _, name := range docMetricRE.FindAllString(line, -1) {
+			for _, loc := range docMetricRE.FindAllStringIndex(line, -1) {
+				name := line[loc[0]:loc[1]]
+				if rest := line[loc[1]:]; strings.HasPrefix(rest, "_...") || strings.HasPrefix(rest, "...") {
+					continue // a prefix: "coredns_lbconfig_..."
+				}
 				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
 					if d := strings.TrimSuffix(name, suffix); d != name && defined[d] != "" {
 						name = d
