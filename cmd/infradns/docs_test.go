@@ -139,7 +139,9 @@ var metricsPortRE = regexp.MustCompile(`\b91\d\d\b`)
 // one render-node gives that pod, and the guide names each pod's. A port is
 // attributed by the clause it is in (text between , ; | and sentence ends):
 // "lbconfig" names the lbconfig pod, "publisher" the publisher's, "DNS" or
-// "CoreDNS" (and no other) the DNS pod's.
+// "CoreDNS" (and no other) the DNS pod's. A table row that names metrics of
+// one pod and a port must give that pod's port (lbconfig's metrics are not
+// on the DNS pod's endpoint).
 func TestGuideMetricsPorts(t *testing.T) {
 	const guide = "docs/operator-guide.md"
 	want := renderedMetricsPorts(t)
@@ -166,6 +168,34 @@ func TestGuideMetricsPorts(t *testing.T) {
 				named[pods[0]] = true
 				if port != want[pods[0]] {
 					t.Errorf("%s:%d: names %d as the metrics port of %s; render-node gives it %d (%q)", guide, i+1, port, pods[0], want[pods[0]], strings.TrimSpace(clause))
+				}
+			}
+		}
+	}
+	// A table row that names metrics and a port: the port is that of the
+	// pod that exports them.
+	for _, para := range paragraphs(readDoc(t, guide)) {
+		if !strings.HasPrefix(para.text, "|") {
+			continue
+		}
+		owners := map[string]bool{}
+		for _, m := range docMetricRE.FindAllString(para.text, -1) {
+			switch {
+			case strings.HasPrefix(m, "coredns_lbconfig_"):
+				owners[podLBConfig] = true
+			case strings.HasPrefix(m, "infradns_mdns_publisher_"):
+				owners[podPublisher] = true
+			default:
+				owners[podDNS] = true
+			}
+		}
+		if len(owners) != 1 {
+			continue
+		}
+		for pod := range owners {
+			for _, ps := range metricsPortRE.FindAllString(para.text, -1) {
+				if port, _ := strconv.Atoi(ps); port != want[pod] {
+					t.Errorf("%s:%d: a row of %s's metrics says port %d; render-node gives %s %d", guide, para.line, pod, port, pod, want[pod])
 				}
 			}
 		}
