@@ -5,6 +5,10 @@
 //	infradns vr-ids CLUSTER | -f FILE     the VRRP router IDs of a cluster
 //	infradns vrrp-scan -interface IF ...  who else speaks VRRP on a link, and clashes with us
 //	infradns status [-f FILE]             who holds each VIP, from the status Leases
+//	infradns doctor -f FILE               on a node: kubeconfig, RBAC, key, resolver, answers
+//	infradns uninstall -f FILE -o DIR     remove what render-node wrote
+//	infradns gen-key -o FILE              the mDNS key file and its rotation steps
+//	infradns version                      the version
 //
 // Every subcommand that takes a cluster file reads the same one
 // (deploy/cluster.example.yaml) and checks it with the same rules as

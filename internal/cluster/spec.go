@@ -68,7 +68,7 @@ type RouterIDs struct {
 	Ingress []uint8
 }
 
-// Defaults, chosen from the lab figures in lbconfig's README: 0.06 s adverts
+// Defaults, chosen from the lab figures in docs/lbconfig-design.md: 0.06 s adverts
 // move a VIP in ~0.16 s after a crash (20 rounds, worst client outage 0.2 s)
 // and held two 30-minute soaks on a 2-core machine saturated by a fuzzer
 // (0 state changes); 0.05 s flapped under the heaviest load.

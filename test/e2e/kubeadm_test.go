@@ -52,9 +52,9 @@ type kaGuide struct {
 	certSANs    []string // --apiserver-cert-extra-sans
 	uploadCerts bool
 	joinIgnore  []string // --ignore-preflight-errors of the join
-	rbacBlock   string   // step 1's first sh block
-	workerID    string   // step 1's block that makes a worker's identity (on a control-plane node)
-	workerBlock string   // step 1's block run on workers
+	rbacBlock   string   // step 3's first sh block
+	workerID    string   // step 3's block that makes a worker's identity (on a control-plane node)
+	workerBlock string   // step 3's block run on workers
 }
 
 func readKubeadmGuide(t *testing.T) kaGuide {
@@ -341,7 +341,7 @@ ingressHealthURL: http://127.0.0.1:10254/healthz
 		nodes, kls = append(nodes, k), append(kls, k.klNode)
 	}
 
-	// Step 2 of the guide on every node, before kubelet: the image, the
+	// Step 1 of the guide on every node, before kubelet: the image, the
 	// directory, render-node, the resolver wiring.
 	for _, k := range nodes {
 		// What kubeadm's preflight wants of a node: forwarding on.
@@ -380,7 +380,7 @@ ingressHealthURL: http://127.0.0.1:10254/healthz
 		return files
 	})
 
-	// Step 3: kubeadm init on the first node, with the guide's flags. The
+	// Step 2: kubeadm init on the first node, with the guide's flags. The
 	// lab's own settings (node name and address, this host's cgroup v1)
 	// go in the config file beside them; kubeadm takes no flag for them
 	// together with --config.
@@ -429,7 +429,7 @@ controllerManager:
 		t.Logf("kubeadm init said:\n%s", out)
 	}
 
-	// Step 1, now that the API is up: the infradns identity and RBAC, as
+	// Step 3, now that the API is up: the infradns identity and RBAC, as
 	// the guide's block says.
 	if out, err := n1.sh(ctx, bins, guide.rbacBlock); err != nil {
 		t.Fatalf("the guide's RBAC step on %s: %v\n%s", n1.n.Name, err, out)

@@ -831,7 +831,7 @@ func vrrpAdvert(t *testing.T) time.Duration {
 }
 
 // vrrpRoundsEnv sets how many crash rounds TestVRRPRepeatedCrash runs
-// (default 5); the failover figures in plugin/lbconfig/README.md come from
+// (default 5); the failover figures in docs/lbconfig-design.md come from
 // 20.
 const vrrpRoundsEnv = "INFRADNS_CRASH_ROUNDS"
 
@@ -954,7 +954,7 @@ func (v *vrrpLab) allBackendsDown() {
 // It is parallel: in make test it runs beside the API tests, whose load is
 // part of the test (a backup too slow to hear three adverts takes the VIP
 // for nothing); the 30-minute soaks ran with both cores saturated by a
-// fuzzer (plugin/lbconfig/README.md).
+// fuzzer (docs/lbconfig-design.md).
 func TestVRRPStability(t *testing.T) {
 	window := vrrpSoak(t)
 	t.Parallel()
