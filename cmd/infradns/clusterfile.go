@@ -23,7 +23,7 @@ func readClusterFile(path string) (nodecfg.File, error) {
 // the cluster file with the overrides applied, once fs is parsed.
 func nodeFlags(fs *flag.FlagSet, roles string) func() (nodecfg.File, error) {
 	file := fs.String("f", "", "cluster file (YAML)")
-	role := fs.String("role", "", "this node's role, overriding the file's ("+roles+")")
+	role := fs.String("role", "", "this node's role, overriding the file's ("+roles+"; master is control-plane)")
 	node := fs.String("node", "", "this node's Node name, overriding the file's (default: the host name)")
 	return func() (nodecfg.File, error) {
 		if *file == "" {
@@ -34,13 +34,22 @@ func nodeFlags(fs *flag.FlagSet, roles string) func() (nodecfg.File, error) {
 			return f, err
 		}
 		if *role != "" {
-			f.Role = *role
+			f.Role = roleFlag(*role)
 		}
 		if *node != "" {
 			f.Node = *node
 		}
 		return f, nil
 	}
+}
+
+// roleFlag is the role -role names: master, OpenShift's word (its pool
+// and node label), is the control-plane role.
+func roleFlag(r string) string {
+	if r == "master" {
+		return nodecfg.ControlPlane
+	}
+	return r
 }
 
 // readModel reads a cluster file's cluster model.
