@@ -3,10 +3,14 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"net"
+	"net/netip"
 	"os"
 
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/nodecfg"
+	"github.com/infradns/infradns/internal/vrrp"
 )
 
 // readClusterFile reads and parses the cluster file; its errors name the
@@ -75,4 +79,32 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// nodeInterfaces reads this host's interfaces and their addresses, for
+// the checks of what is rendered for it (nodecfg.File.CheckLink). A
+// variable: tests stand in another host.
+var nodeInterfaces = func() (map[string][]netip.Prefix, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("list interfaces: %w", err)
+	}
+	out := map[string][]netip.Prefix{}
+	for _, ifi := range ifs {
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			return nil, fmt.Errorf("interface %s: %w", ifi.Name, err)
+		}
+		out[ifi.Name] = vrrp.Prefixes(addrs)
+	}
+	return out, nil
+}
+
+// checkLocalLink checks the file against this host's interfaces.
+func checkLocalLink(f nodecfg.File) error {
+	ifaces, err := nodeInterfaces()
+	if err != nil {
+		return err
+	}
+	return f.CheckLink(ifaces)
 }

@@ -72,13 +72,18 @@ func render(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if local {
+		// For this host: its interface and subnets are here to check.
+		if err := checkLocalLink(f); err != nil {
+			return err
+		}
+	}
 	ips := []netip.Addr(nodeIPs)
 	if ips == nil {
 		if local {
 			// As lbconfig finds them when it starts on this node.
-			ips, err = lb.OwnAddrs(m.Spec().Interface)
-			if err != nil {
-				return fmt.Errorf("render: %s: interface %s: %w (give -node-ip, or render on the node)", f.Name, m.Spec().Interface, err)
+			if ips, err = lb.OwnAddrs(m.Spec().Interface); err != nil {
+				return fmt.Errorf("render: interface %s: %w", m.Spec().Interface, err)
 			}
 		} else {
 			fmt.Fprintf(os.Stderr, "infradns render: node %s is not this host and -node-ip is not given: rendered at rank 0 (priority %d); lbconfig ranks it by its address among apiServers\n", f.Node, lb.RankPriority(0))
