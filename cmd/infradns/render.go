@@ -128,7 +128,7 @@ func bootstrapPlan(m *cluster.Model, ips []netip.Addr) (lb.Plan, error) {
 	spec := m.Spec()
 	m, err := m.WithNode(spec.Node, spec.Interface, ips)
 	if err != nil {
-		return lb.Plan{}, err
+		return lb.Plan{}, fmt.Errorf("render: the node's addresses %v (-node-ip, or this host's): %w", ips, err)
 	}
 	return lb.Desired(cluster.Snapshot{}, m)
 }
