@@ -81,6 +81,14 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 	}
 	add(finding{pass, "cluster file", fmt.Sprintf("%s, cluster %s (%s), role %s", f.Name, v.Cluster, v.Domain, v.Role), ""})
 	under := func(p string) string { return filepath.Join(*root, p) }
+	if filepath.Clean(*root) == "/" {
+		// This node's own interfaces: render-node -o / refuses the same.
+		if err := checkLocalLink(f); err != nil {
+			add(finding{fail, "interface", err.Error(), "interface (the same on every node) and the VIPs: each VIP in a subnet of that interface"})
+		} else {
+			add(finding{pass, "interface", v.Interface + " is on this node, and in VRRP mode its subnets hold the VIPs of this role", ""})
+		}
+	}
 
 	if v.Kubeconfig != "" {
 		add(checkSecretFile("kubeconfig", under(v.Kubeconfig), "chgrp 65532 "+v.Kubeconfig+" && chmod 0640 "+v.Kubeconfig)...)

@@ -34,10 +34,13 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
 
   render-node -f CLUSTER.yaml -o ROOT [-role ROLE] [-node NAME] [-dry-run]
         a node's static pods, Corefile and resolver wiring, checked and
-        written atomically under ROOT (/ on the node); safe to run again
-  render -f CLUSTER.yaml [-role ROLE] [-node NAME] [-keepalived FILE|-] [-haproxy FILE|-] [-validate]
+        written atomically under ROOT (/ on the node: its interface and
+        subnets are checked too); safe to run again
+  render -f CLUSTER.yaml [-role ROLE] [-node NAME] [-node-ip ADDR]... [-keepalived FILE|-] [-haproxy FILE|-] [-validate]
         the keepalived and haproxy configuration a control-plane or
-        bootstrap node starts with, before the API lists anything
+        bootstrap node starts with, before the API lists anything (its
+        VRRP priority from its address's rank among apiServers)
+  (-role: control-plane, worker or bootstrap; master is control-plane)
   vr-ids CLUSTER [-ingress-vips N] | vr-ids -f CLUSTER.yaml
         the VRRP router IDs of a cluster (OpenShift's for api and ingress)
   vrrp-scan -interface IF (-f CLUSTER.yaml | -cluster NAME [-api-vip ADDR]... [-ingress-vip ADDR]...) [-duration 3s]

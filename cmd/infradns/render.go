@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -19,8 +20,10 @@ import (
 // checks and templates as lbconfig; for a look before installing, or for a
 // node that runs keepalived and haproxy without CoreDNS.
 func render(ctx context.Context, args []string, out io.Writer) error {
-	fs := flags("render", "-f CLUSTER.yaml [-role ROLE] [-node NAME] [-keepalived FILE|-] [-haproxy FILE|-] [-validate]")
+	fs := flags("render", "-f CLUSTER.yaml [-role ROLE] [-node NAME] [-node-ip ADDR]... [-keepalived FILE|-] [-haproxy FILE|-] [-validate]")
 	load := nodeFlags(fs, "control-plane or bootstrap")
+	var nodeIPs addrList
+	fs.Var(&nodeIPs, "node-ip", "the node's address on the interface (repeat per family): its rank among apiServers gives its VRRP priority, as lbconfig's; default: this host's addresses when rendering for this host")
 	kOut := fs.String("keepalived", "-", "write keepalived.conf to this regular file (- : stdout)")
 	hOut := fs.String("haproxy", "-", "write haproxy.cfg to this regular file (- : stdout)")
 	validate := fs.Bool("validate", false, "check with keepalived -t and haproxy -c before writing")
@@ -52,21 +55,41 @@ func render(ctx context.Context, args []string, out io.Writer) error {
 	if f.Role == nodecfg.Worker {
 		return fmt.Errorf("render: a worker renders nothing before the API lists its router endpoints (its keepalived follows lbconfig)")
 	}
+	// The same refusal as render-node's: haproxy starts with these.
+	if err := f.CheckAPIServers(); err != nil {
+		return err
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	h = strings.ToLower(h)
+	local := f.Node == "" || f.Node == h
 	if f.Node == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return err
-		}
-		f.Node = strings.ToLower(h)
+		f.Node = h
 	}
 	m, err := f.Model()
 	if err != nil {
 		return err
 	}
-	if len(m.Spec().StaticBackends) == 0 {
-		return fmt.Errorf("%s: apiServers: render works without the API: list the apiservers haproxy starts with", f.Name)
+	if local {
+		// For this host: its interface and subnets are here to check.
+		if err := checkLocalLink(f); err != nil {
+			return err
+		}
 	}
-	p, err := lb.Desired(cluster.Snapshot{}, m)
+	ips := []netip.Addr(nodeIPs)
+	if ips == nil {
+		if local {
+			// As lbconfig finds them when it starts on this node.
+			if ips, err = lb.OwnAddrs(m.Spec().Interface); err != nil {
+				return fmt.Errorf("render: interface %s: %w", m.Spec().Interface, err)
+			}
+		} else {
+			fmt.Fprintf(os.Stderr, "infradns render: node %s is not this host and -node-ip is not given: rendered at rank 0 (priority %d); lbconfig ranks it by its address among apiServers\n", f.Node, lb.RankPriority(0))
+		}
+	}
+	p, err := bootstrapPlan(m, ips)
 	if err != nil {
 		return err
 	}
@@ -95,6 +118,19 @@ func render(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// bootstrapPlan is what lbconfig writes on a node with addresses ips before
+// the API lists anything: the model with the node's addresses, so its rank
+// among the static backends gives its VRRP priority (cluster.Assign,
+// lb.RankPriority), then lb.Desired of an empty snapshot, as lbconfig.
+func bootstrapPlan(m *cluster.Model, ips []netip.Addr) (lb.Plan, error) {
+	spec := m.Spec()
+	m, err := m.WithNode(spec.Node, spec.Interface, ips)
+	if err != nil {
+		return lb.Plan{}, fmt.Errorf("render: the node's addresses %v (-node-ip, or this host's): %w", ips, err)
+	}
+	return lb.Desired(cluster.Snapshot{}, m)
 }
 
 type noValidation struct{}

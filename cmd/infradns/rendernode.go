@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/infradns/infradns/internal/atomicfile"
 	"github.com/infradns/infradns/internal/nodecfg"
@@ -16,7 +17,7 @@ import (
 // changed, removes what the node's role no longer has, and leaves
 // forward.conf to the dispatcher script that owns it after the first boot.
 func renderNode(_ context.Context, args []string, out io.Writer) error {
-	fs := flags("render-node", "-f CLUSTER.yaml -o ROOT [-role control-plane|worker|bootstrap] [-node NAME] [-dry-run] [-format files|machineconfig|butane]")
+	fs := flags("render-node", "-f CLUSTER.yaml -o ROOT [-role control-plane|worker|bootstrap|master] [-node NAME] [-dry-run] [-format files|machineconfig|butane]")
 	load := nodeFlags(fs, "control-plane, worker or bootstrap")
 	root := fs.String("o", "", "root directory to write under (/ on the node); with -format machineconfig or butane, the file to write (- for stdout)")
 	dry := fs.Bool("dry-run", false, "print what would change as a unified diff; write nothing")
@@ -35,6 +36,13 @@ func renderNode(_ context.Context, args []string, out io.Writer) error {
 	v, err := f.Values()
 	if err != nil {
 		return err
+	}
+	if *format == nodecfg.FormatFiles && filepath.Clean(*root) == "/" {
+		// Rendered on the node itself (a dry run too): its interface
+		// and subnets are here to check.
+		if err := checkLocalLink(f); err != nil {
+			return err
+		}
 	}
 	outs, err := nodecfg.Render(v)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/nodecfg"
 	"github.com/infradns/infradns/internal/vrrp"
 )
 
@@ -47,6 +48,13 @@ func scan(ctx context.Context, args []string, out io.Writer) error {
 	if *ifname == "" || (*name == "") == (*file == "") {
 		fs.Usage()
 		return fmt.Errorf("vrrp-scan needs -interface and one of -f and -cluster")
+	}
+	ifaces, err := nodeInterfaces()
+	if err != nil {
+		return err
+	}
+	if _, ok := ifaces[*ifname]; !ok {
+		return fmt.Errorf("vrrp-scan: -interface %s", nodecfg.NoInterface(*ifname, ifaces))
 	}
 	var groups []cluster.Group
 	clusterName := *name

@@ -168,13 +168,13 @@ func (s Spec) checkBGP() error {
 		return nil
 	case ModeBGP:
 	default:
-		return keyErr(KeyVIPMode, "%q: want %s or %s", s.Mode, ModeVRRP, ModeBGP)
+		return keyErr(KeyVIPMode, "%q: want %s or %s%s", s.Mode, ModeVRRP, ModeBGP, CaseHint(s.Mode, ModeVRRP, ModeBGP))
 	}
 	b := s.BGP
 	switch b.Speaker {
 	case SpeakerEmbedded, SpeakerTable:
 	default:
-		return keyErr(KeyBGPSpeaker, "%q: want %s or %s", b.Speaker, SpeakerEmbedded, SpeakerTable)
+		return keyErr(KeyBGPSpeaker, "%q: want %s or %s%s", b.Speaker, SpeakerEmbedded, SpeakerTable, CaseHint(b.Speaker, SpeakerEmbedded, SpeakerTable))
 	}
 	if b.Speaker == SpeakerTable {
 		// 253-255 are the kernel's default, main and local tables; FRR's

@@ -27,6 +27,8 @@ func TestBGPRefuses(t *testing.T) {
 	}{
 		{"unknown mode", func(s *Spec) { s.Mode = "ospf" }, `vipMode: "ospf": want vrrp or bgp`},
 		{"unknown speaker", func(s *Spec) { s.BGP.Speaker = "frr" }, `bgp.speaker: "frr": want embedded or table`},
+		{"mode in upper case", func(s *Spec) { s.Mode = "BGP" }, `vipMode: "BGP": want vrrp or bgp (values are case-sensitive: did you mean "bgp"?)`},
+		{"speaker in upper case", func(s *Spec) { s.BGP.Speaker = "Table" }, `bgp.speaker: "Table": want embedded or table (values are case-sensitive: did you mean "table"?)`},
 		{"no asn", func(s *Spec) { s.BGP.ASN = 0 }, `bgp.asn: missing (an AS number in [1, 4294967294])`},
 		{"AS_TRANS", func(s *Spec) { s.BGP.ASN = 23456 }, `bgp.asn: 23456 is AS_TRANS (RFC 6793), not an AS number a speaker may use`},
 		{"reserved asn", func(s *Spec) { s.BGP.ASN = 4294967295 }, `bgp.asn: 4294967295 is reserved (RFC 7300)`},

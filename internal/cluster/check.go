@@ -176,7 +176,42 @@ func (s Spec) checkPorts() error {
 	if s.LBPort == s.HealthPort {
 		return errorf([]string{KeyLBPort, KeyHealthPort}, "both are %d: haproxy needs two ports", s.LBPort)
 	}
+	// haproxy runs on the control-plane nodes, beside kube-apiserver: a
+	// port of haproxy's that is the apiservers' would keep one of the two
+	// from starting (haproxy binds every address).
+	for _, k := range []struct {
+		key  string
+		port uint16
+	}{{KeyLBPort, s.LBPort}, {KeyHealthPort, s.HealthPort}} {
+		if k.port == s.APIPort {
+			return errorf([]string{k.key, KeyAPIPort}, "%d is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default %d)", k.port, defaultPort(k.key))
+		}
+		for _, b := range s.StaticBackends {
+			if b.Port() == k.port {
+				return errorf([]string{k.key, KeyAPIServers}, "%d is the port of apiserver %s, on the control-plane nodes where haproxy listens too: pick another (default %d)", k.port, b, defaultPort(k.key))
+			}
+		}
+	}
 	return nil
+}
+
+func defaultPort(key string) uint16 {
+	if key == KeyHealthPort {
+		return DefaultHealthPort
+	}
+	return DefaultLBPort
+}
+
+// CaseHint is what an error about v, none of values, adds when v is one of
+// them in another case (BGP for bgp): that values are case-sensitive, and
+// which was meant. "" otherwise.
+func CaseHint(v string, values ...string) string {
+	for _, w := range values {
+		if strings.EqualFold(v, w) {
+			return fmt.Sprintf(" (values are case-sensitive: did you mean %q?)", w)
+		}
+	}
+	return ""
 }
 
 // CheckUnicast accepts an address a host can put on an interface and
@@ -272,6 +307,16 @@ func CheckInterface(name string) error {
 func CheckPath(p string) error {
 	if !pathRE.MatchString(p) || path.Clean(p) != p {
 		return fmt.Errorf("%q must be a clean absolute path of letters, digits and ._/+@-", p)
+	}
+	return nil
+}
+
+// CheckLabel accepts a DNS-1123 label, as Kubernetes names many objects:
+// at most 63 lower-case letters, digits and '-', a letter or digit first
+// and last.
+func CheckLabel(l string) error {
+	if !labelRE.MatchString(l) {
+		return fmt.Errorf("%q is not a DNS-1123 label: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit", l)
 	}
 	return nil
 }

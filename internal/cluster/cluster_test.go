@@ -66,6 +66,12 @@ func TestNewRefuses(t *testing.T) {
 		}, `ingressVIPs: 192.0.2.26: more than 16 IPv4 addresses`},
 		{"lb port equals health port", func(s *Spec) { s.LBPort, s.HealthPort = 9454, 9454 }, `lbPort, lbHealthPort: both are 9454: haproxy needs two ports`},
 		{"lb port equals default health port", func(s *Spec) { s.LBPort = DefaultHealthPort }, `lbPort, lbHealthPort: both are 9454: haproxy needs two ports`},
+		{"lb port is kube-apiserver's", func(s *Spec) { s.LBPort = 6443 }, `lbPort, apiPort: 6443 is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default 9445)`},
+		{"lb port is the api port", func(s *Spec) { s.APIPort, s.LBPort = 8443, 8443 }, `lbPort, apiPort: 8443 is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default 9445)`},
+		{"health port is the api port", func(s *Spec) { s.HealthPort = DefaultAPIPort }, `lbHealthPort, apiPort: 6443 is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default 9454)`},
+		{"lb port is a backend's port", func(s *Spec) {
+			s.LBPort, s.StaticBackends = 8443, []netip.AddrPort{netip.MustParseAddrPort("198.51.100.11:8443")}
+		}, `lbPort, apiServers: 8443 is the port of apiserver 198.51.100.11:8443, on the control-plane nodes where haproxy listens too: pick another (default 9445)`},
 		{"backend 0.0.0.0", func(s *Spec) { s.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:6443")} }, `apiServers: 0.0.0.0:6443: the unspecified address`},
 		{"backend multicast", func(s *Spec) { s.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("224.0.0.1:6443")} }, `apiServers: 224.0.0.1:6443: a multicast address`},
 		{"backend is the api vip", func(s *Spec) { s.StaticBackends = []netip.AddrPort{netip.MustParseAddrPort("192.0.2.5:6443")} }, `apiServers, apiVIPs: 192.0.2.5 is a VIP: an apiserver is a node's own address`},

@@ -123,6 +123,9 @@ type lineError struct {
 }
 
 func (e *lineError) Error() string {
+	if len(e.path) == 0 {
+		return fmt.Sprintf("line %d: %v", e.line, e.err)
+	}
 	return fmt.Sprintf("line %d: %s: %v", e.line, strings.Join(e.path, ": "), e.err)
 }
 
@@ -135,6 +138,10 @@ func at(line int, key string, err error) error {
 	}
 	return &lineError{line: line, path: []string{key}, err: err}
 }
+
+// atLine makes err one at line, with no key of its own: an item of a list,
+// a key of a small mapping whose message names it.
+func atLine(line int, err error) error { return &lineError{line: line, err: err} }
 
 // mapping calls set for each key of a mapping; errors name the key and its
 // line.

@@ -131,6 +131,7 @@ func TestBGPFileRefuses(t *testing.T) {
 	}{
 		{"bgp without bgp mode", []string{"bgp: {asn: 64513}"}, "c.yaml:11: bgp: set, but vipMode is not bgp"},
 		{"unknown mode", []string{"vipMode: ecmp"}, `c.yaml:11: vipMode: "ecmp": want vrrp or bgp`},
+		{"speaker in the wrong case", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  speaker: Table"}, `c.yaml:12: bgp: speaker: "Table": want embedded or table (values are case-sensitive: did you mean "table"?)`},
 		{"asn not a number", []string{"vipMode: bgp", "bgp:", "  asn: AS64513"}, `c.yaml:13: bgp: asn: "AS64513" is not an AS number in [1, 4294967294]`},
 		{"unknown key", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  neighbours: []"}, `c.yaml:14: bgp: neighbours: unknown key "neighbours": asn, routerID, speaker, table, peers or nodes`},
 		{"peer not an address", []string{"vipMode: bgp", "bgp:", "  asn: 64513", "  peers:", "  - address: tor-1", "    asn: 64512"}, `c.yaml:15: bgp: peers: peer 1: address: "tor-1" is not an IP address`},

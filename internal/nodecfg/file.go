@@ -183,8 +183,11 @@ func Parse(name string, b []byte) (File, error) {
 			continue // "key:" with nothing: the default
 		}
 		if err := spec.set(&f, v); err != nil {
-			// A section (bgp) points inside itself.
+			// A section (bgp) points inside itself, a list at its item.
 			var le *lineError
+			if errors.As(err, &le) && len(le.path) == 0 {
+				return File{}, fmt.Errorf("%s:%d: %s: %v (want %s)", name, le.line, k.Value, le.err, spec.want)
+			}
 			if errors.As(err, &le) {
 				return File{}, fmt.Errorf("%s:%d: %s: %s: %v", name, le.line, k.Value, strings.Join(le.path, ": "), le.err)
 			}
@@ -304,45 +307,49 @@ func str(field func(*File) *string) func(*File, *yaml.Node) error {
 	}
 }
 
-func list(n *yaml.Node) ([]string, error) {
+// list reads a list of plain values; each calls each, and an error about
+// an item is on the item's line.
+func list(n *yaml.Node, each func(string) error) error {
 	if n.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("a %s, not a list", kindWord(n))
+		return fmt.Errorf("a %s, not a list", kindWord(n))
 	}
-	var out []string
-	for _, item := range n.Content {
+	for i, item := range n.Content {
 		v, err := scalar(item)
 		if err != nil {
-			return nil, fmt.Errorf("item on line %d: %v", item.Line, err)
+			return atLine(item.Line, fmt.Errorf("item %d: %v", i+1, err))
 		}
-		out = append(out, v)
+		if err := each(v); err != nil {
+			return atLine(item.Line, err)
+		}
 	}
-	return out, nil
+	return nil
 }
 
 func strs(field func(*File) *[]string) func(*File, *yaml.Node) error {
 	return func(f *File, n *yaml.Node) error {
-		v, err := list(n)
-		*field(f) = v
+		var out []string
+		err := list(n, func(s string) error {
+			out = append(out, s)
+			return nil
+		})
+		*field(f) = out
 		return err
 	}
 }
 
 func addrs(field func(*File) *[]netip.Addr) func(*File, *yaml.Node) error {
 	return func(f *File, n *yaml.Node) error {
-		items, err := list(n)
-		if err != nil {
-			return err
-		}
 		var out []netip.Addr
-		for _, s := range items {
+		err := list(n, func(s string) error {
 			a, err := netip.ParseAddr(s)
 			if err != nil {
 				return fmt.Errorf("%q is not an IP address", s)
 			}
 			out = append(out, a.Unmap())
-		}
+			return nil
+		})
 		*field(f) = out
-		return nil
+		return err
 	}
 }
 
@@ -350,12 +357,8 @@ func addrs(field func(*File) *[]netip.Addr) func(*File, *yaml.Node) error {
 // written as IPv4.
 func prefixes(field func(*File) *[]netip.Prefix) func(*File, *yaml.Node) error {
 	return func(f *File, n *yaml.Node) error {
-		items, err := list(n)
-		if err != nil {
-			return err
-		}
 		var out []netip.Prefix
-		for _, s := range items {
+		err := list(n, func(s string) error {
 			p, err := netip.ParsePrefix(s)
 			switch {
 			case err != nil:
@@ -366,9 +369,10 @@ func prefixes(field func(*File) *[]netip.Prefix) func(*File, *yaml.Node) error {
 				return fmt.Errorf("%q is an IPv4-mapped IPv6 prefix: write it as IPv4", s)
 			}
 			out = append(out, p)
-		}
+			return nil
+		})
 		*field(f) = out
-		return nil
+		return err
 	}
 }
 
@@ -394,12 +398,8 @@ func scalarAddr(n *yaml.Node, dst *netip.Addr) error {
 
 func addrPorts(field func(*File) *[]netip.AddrPort) func(*File, *yaml.Node) error {
 	return func(f *File, n *yaml.Node) error {
-		items, err := list(n)
-		if err != nil {
-			return err
-		}
 		var out []netip.AddrPort
-		for _, s := range items {
+		err := list(n, func(s string) error {
 			ap, err := netip.ParseAddrPort(s)
 			if err != nil {
 				a, err2 := netip.ParseAddr(s)
@@ -409,9 +409,10 @@ func addrPorts(field func(*File) *[]netip.AddrPort) func(*File, *yaml.Node) erro
 				ap = netip.AddrPortFrom(a, 0)
 			}
 			out = append(out, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
-		}
+			return nil
+		})
 		*field(f) = out
-		return nil
+		return err
 	}
 }
 
@@ -494,14 +495,14 @@ func routerIDs(f *File, n *yaml.Node) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if seen[k.Value] {
-			return fmt.Errorf("%s set twice", k.Value)
+			return atLine(k.Line, fmt.Errorf("%s set twice", k.Value))
 		}
 		seen[k.Value] = true
 		switch k.Value {
 		case "api":
 			id, err := routerID(v)
 			if err != nil {
-				return fmt.Errorf("api: %v", err)
+				return atLine(v.Line, fmt.Errorf("api: %v", err))
 			}
 			f.RouterIDs.API = id
 		case "ingress":
@@ -513,12 +514,12 @@ func routerIDs(f *File, n *yaml.Node) error {
 			for _, it := range items {
 				id, err := routerID(it)
 				if err != nil {
-					return fmt.Errorf("ingress: %v", err)
+					return atLine(it.Line, fmt.Errorf("ingress: %v", err))
 				}
 				f.RouterIDs.Ingress = append(f.RouterIDs.Ingress, id)
 			}
 		default:
-			return fmt.Errorf("unknown key %q on line %d: api or ingress", k.Value, k.Line)
+			return atLine(k.Line, fmt.Errorf("unknown key %q on line %d: api or ingress", k.Value, k.Line))
 		}
 	}
 	return nil

@@ -38,6 +38,13 @@ func edit(set map[string]string, add ...string) string {
 	return strings.Join(append(out, add...), "\n") + "\n"
 }
 
+// labelRule is what a cluster name must be, noServers why a control-plane
+// node needs apiServers.
+const (
+	labelRule = `at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit: the status Leases are named after it, and the router IDs computed from it`
+	noServers = `missing: a control-plane node's haproxy serves the API VIP before the API lists any apiserver (the first kubeadm init waits on it): list the control-plane nodes' addresses`
+)
+
 // TestFileRefuses lists every cluster file render-node refuses, each with
 // its exact error: FILE:LINE: KEY: why, in YAML's words.
 func TestFileRefuses(t *testing.T) {
@@ -62,11 +69,26 @@ func TestFileRefuses(t *testing.T) {
 		{"bad interval", edit(nil, "advertInterval: fast"), `c.yaml:11: advertInterval: "fast" is not a duration (want a duration such as 100ms)`},
 		{"router ids misspelt", edit(nil, "routerIDs: {api: 1, ingres: 2}"), `c.yaml:11: routerIDs: unknown key "ingres" on line 11: api or ingress (want {api: ID, ingress: ID or [ID, ...]})`},
 		{"router id too large", edit(nil, "routerIDs: {api: 300}"), `c.yaml:11: routerIDs: api: "300" is not a router ID in [0, 255] (0: computed) (want {api: ID, ingress: ID or [ID, ...]})`},
+		// An error inside a block list or mapping is on its own line.
+		{"router id too large on its line", edit(nil, "routerIDs:", "  api: 1", "  ingress: 300"), `c.yaml:13: routerIDs: ingress: "300" is not a router ID in [0, 255] (0: computed) (want {api: ID, ingress: ID or [ID, ...]})`},
+		{"second ingress id on its line", edit(nil, "routerIDs:", "  ingress:", "  - 7", "  - x"), `c.yaml:14: routerIDs: ingress: "x" is not a router ID in [0, 255] (0: computed) (want {api: ID, ingress: ID or [ID, ...]})`},
+		{"router ids misspelt on its line", edit(nil, "routerIDs:", "  api: 1", "  ingres: 2"), `c.yaml:13: routerIDs: unknown key "ingres" on line 13: api or ingress (want {api: ID, ingress: ID or [ID, ...]})`},
+		{"upstream on its line", edit(map[string]string{"upstreams": ""}, "upstreams:", "- 198.51.100.53", "- nope"), `c.yaml:13: upstreams: "nope" is not an IP address (want a list of addresses)`},
+		{"server on its line", edit(map[string]string{"apiServers": ""}, "apiServers:", "- 198.51.100.11", "- master-1"), `c.yaml:13: apiServers: "master-1" is not ADDRESS or ADDRESS:PORT ([ADDRESS]:PORT for IPv6) (want a list of ADDRESS or ADDRESS:PORT)`},
+		{"reverse zone on its line", edit(nil, "reverseZones:", "- 192.0.2.0/24", "- 198.51.100.1/24"), `c.yaml:13: reverseZones: "198.51.100.1/24" has host bits set: the network is 198.51.100.0/24 (want a list of CIDRs such as 192.0.2.0/24)`},
+		{"listen item a list", edit(nil, "listen:", "- lo", "- [ens3]"), `c.yaml:13: listen: item 2: a list (want a list of addresses or interface names)`},
 
 		// The cluster model's rules (internal/cluster), named by key.
 		{"ingress health url without a host", edit(nil, "ingressHealthURL: http:///healthz"), `c.yaml:11: ingressHealthURL: ingress: "http:///healthz" is not an http(s) URL with a host, or none`},
 		{"no cluster", edit(map[string]string{"cluster": ""}), "c.yaml: cluster: missing (see deploy/cluster.example.yaml)"},
-		{"bad cluster", edit(map[string]string{"cluster": "cluster: ocp 4"}), `c.yaml:1: cluster: "ocp 4": at most 63 letters, digits, '-' and '_'`},
+		{"bad cluster", edit(map[string]string{"cluster": "cluster: ocp 4"}), `c.yaml:1: cluster: "ocp 4" is not a DNS-1123 label: ` + labelRule},
+		// A cluster name is a DNS-1123 label: Leases are named after it,
+		// and OpenShift's router IDs of OCP4 are not those of ocp4.
+		{"cluster in upper case", edit(map[string]string{"cluster": "cluster: OCP4"}), `c.yaml:1: cluster: "OCP4" is not a DNS-1123 label: ` + labelRule + ` (did you mean "ocp4"?)`},
+		{"cluster with an underscore", edit(map[string]string{"cluster": "cluster: ocp_4"}), `c.yaml:1: cluster: "ocp_4" is not a DNS-1123 label: ` + labelRule},
+		{"cluster of 64 characters", edit(map[string]string{"cluster": "cluster: " + strings.Repeat("a", 64)}), `c.yaml:1: cluster: "` + strings.Repeat("a", 64) + `" is not a DNS-1123 label: ` + labelRule},
+		{"cluster with a leading dash", edit(map[string]string{"cluster": "cluster: -ocp4"}), `c.yaml:1: cluster: "-ocp4" is not a DNS-1123 label: ` + labelRule},
+		{"cluster with a trailing dash", edit(map[string]string{"cluster": "cluster: ocp4-"}), `c.yaml:1: cluster: "ocp4-" is not a DNS-1123 label: ` + labelRule},
 		{"domain with a command", edit(map[string]string{"domain": "domain: $(id).example.com"}), `c.yaml:2: domain: "$(id).example.com": label "$(id)" has '$': only letters, digits and '-' are allowed`},
 		{"domain with a semicolon", edit(map[string]string{"domain": `domain: "a;b.example.com"`}), `c.yaml:2: domain: "a;b.example.com": label "a;b" has ';': only letters, digits and '-' are allowed`},
 		{"domain with a newline", edit(map[string]string{"domain": `domain: "ocp4.example.com\nx"`}), `c.yaml:2: domain: "ocp4.example.com\nx": label "com\nx" has '\n': only letters, digits and '-' are allowed`},
@@ -85,6 +107,11 @@ func TestFileRefuses(t *testing.T) {
 		{"server 0.0.0.0", edit(map[string]string{"apiServers": "apiServers: [0.0.0.0]"}), "c.yaml:8: apiServers: 0.0.0.0:6443: the unspecified address"},
 		{"server multicast", edit(map[string]string{"apiServers": `apiServers: ["[ff02::1]:6443"]`}), "c.yaml:8: apiServers: [ff02::1]:6443: a multicast address"},
 		{"same ports", edit(nil, "lbPort: 9000", "lbHealthPort: 9000"), "c.yaml:12: lbPort, lbHealthPort: both are 9000: haproxy needs two ports"},
+		// haproxy listens beside kube-apiserver on the control-plane nodes.
+		{"lb port 6443", edit(nil, "lbPort: 6443"), "c.yaml:11: lbPort, apiPort: 6443 is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default 9445)"},
+		{"lb port the api port", edit(nil, "apiPort: 8443", "lbPort: 8443"), "c.yaml:12: lbPort, apiPort: 8443 is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default 9445)"},
+		{"health port the api port", edit(nil, "lbHealthPort: 6443"), "c.yaml:11: lbHealthPort, apiPort: 6443 is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default 9454)"},
+		{"lb port a server's port", edit(map[string]string{"apiServers": "apiServers: [198.51.100.11:8443]"}, "lbPort: 8443"), "c.yaml:11: lbPort, apiServers: 8443 is the port of apiserver 198.51.100.11:8443, on the control-plane nodes where haproxy listens too: pick another (default 9445)"},
 		{"v2 sub-second", edit(nil, "vrrpVersion: 2"), "c.yaml:11: vrrpVersion, advertInterval: advert interval 60ms: vrrp version 2 needs whole seconds in [1s, 255s]"},
 		{"router ids equal", edit(nil, "routerIDs: {api: 7, ingress: 7}"), "c.yaml:11: routerIDs: api and ingress are both 7"},
 		{"bad ingress service", edit(nil, "ingressService: ns/a,b=c"), `c.yaml:11: ingressService: "ns/a,b=c" is not NAMESPACE/NAME (two DNS labels: lower-case letters, digits, inner '-')`},
@@ -94,6 +121,9 @@ func TestFileRefuses(t *testing.T) {
 
 		// What render-node adds for the node's pods.
 		{"bad role", edit(map[string]string{"role": "role: master"}), `c.yaml:10: role: "master" is not control-plane, worker or bootstrap`},
+		{"role in the wrong case", edit(map[string]string{"role": "role: Worker"}), `c.yaml:10: role: "Worker" is not control-plane, worker or bootstrap (values are case-sensitive: did you mean "worker"?)`},
+		{"vip mode in the wrong case", edit(nil, "vipMode: BGP"), `c.yaml:11: vipMode: "BGP": want vrrp or bgp (values are case-sensitive: did you mean "bgp"?)`},
+		{"vip mode in the wrong case, with a bgp section", edit(nil, "vipMode: BGP", "bgp: {asn: 64513}"), `c.yaml:11: vipMode: "BGP": want vrrp or bgp (values are case-sensitive: did you mean "bgp"?)`},
 		{"no image", edit(map[string]string{"image": ""}), `c.yaml: image: "" is not an image reference`},
 		{"worker without kubeconfig", edit(map[string]string{"role": "role: worker", "kubeconfig": ""}), "c.yaml: kubeconfig: missing: a worker node follows the API"},
 		{"relative kubeconfig", edit(map[string]string{"kubeconfig": "kubeconfig: kubeconfig"}), `c.yaml:7: kubeconfig: "kubeconfig" must be a clean absolute path of letters, digits and ._/+@-`},
@@ -112,6 +142,8 @@ func TestFileRefuses(t *testing.T) {
 		{"dns kubeconfig in the config", edit(nil, "dnsKubeconfig: /etc/infradns/kubeconfig"), `c.yaml:11: dnsKubeconfig: "/etc/infradns/kubeconfig": its directory is mounted into the pods and must not be / or hold or be in /etc/infradns`},
 		{"dns kubeconfig without kubeconfig", edit(map[string]string{"role": "role: bootstrap", "kubeconfig": ""}, "dnsKubeconfig: /etc/kubernetes/infradns-dns/kubeconfig"), "c.yaml:11: dnsKubeconfig: set without kubeconfig: the DNS pod's identity is the read-only half of one"},
 		{"bootstrap without servers", edit(map[string]string{"role": "role: bootstrap", "apiServers": ""}), "c.yaml: apiServers: a bootstrap node has no API to list them: give at least one"},
+		{"control plane without servers", edit(map[string]string{"apiServers": ""}), "c.yaml: apiServers: " + noServers},
+		{"control plane with no servers", edit(map[string]string{"apiServers": "apiServers: []"}), "c.yaml:8: apiServers: " + noServers},
 		{"stub upstream", edit(map[string]string{"upstreams": "upstreams: [127.0.0.53]"}), "c.yaml:9: upstreams: 127.0.0.53 would loop back to this node"},
 		{"vip upstream", edit(map[string]string{"upstreams": "upstreams: [192.0.2.5]"}), "c.yaml:9: upstreams: 192.0.2.5 would loop back to this node"},
 		{"key elsewhere", edit(nil, "mdnsKey: /root/mdns.key"), `c.yaml:11: mdnsKey: "/root/mdns.key" must be in /etc/infradns (the directory the pods mount)`},
@@ -126,7 +158,7 @@ func TestFileRefuses(t *testing.T) {
 		{"metrics on a multicast address", edit(nil, "metricsAddress: 224.0.0.1"), `c.yaml:11: metricsAddress: 224.0.0.1: an address to listen on (loopback, the node's, or 0.0.0.0)`},
 		{"metrics on a name", edit(nil, "metricsAddress: localhost"), `c.yaml:11: metricsAddress: "localhost" is not an IP address (want an address)`},
 		{"unknown resolver", edit(nil, "resolver: resolvconf"), `c.yaml:11: resolver: "resolvconf" is not networkmanager or systemd-resolved`},
-		{"resolver in the wrong case", edit(nil, "resolver: NetworkManager"), `c.yaml:11: resolver: "NetworkManager" is not networkmanager or systemd-resolved`},
+		{"resolver in the wrong case", edit(nil, "resolver: NetworkManager"), `c.yaml:11: resolver: "NetworkManager" is not networkmanager or systemd-resolved (values are case-sensitive: did you mean "networkmanager"?)`},
 		{"resolver not a word", edit(nil, "resolver: [systemd-resolved]"), `c.yaml:11: resolver: a list (want networkmanager or systemd-resolved)`},
 		{"resolved without listen", edit(nil, "resolver: systemd-resolved"), `c.yaml:11: resolver, listen: systemd-resolved holds 127.0.0.53:53: set listen (e.g. [ens3, lo]) so CoreDNS binds only those`},
 		{"resolved and the wildcard", edit(nil, "listen: [ens3, 0.0.0.0]", "resolver: systemd-resolved"), `c.yaml:12: resolver, listen: 0.0.0.0: systemd-resolved's stub holds port 53 there`},

@@ -3,6 +3,7 @@ package nodecfg
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"net/netip"
 	"path"
 	"regexp"
@@ -102,6 +103,12 @@ func (f File) health() map[string]string {
 // Model checks the file's cluster model, the same check lbconfig runs on its
 // Corefile options. Errors name the file, the line and the key.
 func (f File) Model() (*cluster.Model, error) {
+	switch f.VIPMode {
+	case "", cluster.ModeVRRP, cluster.ModeBGP:
+	default:
+		// Before bgp's own check, which would say vipMode is not bgp.
+		return nil, f.errorf([]string{"vipMode"}, "%q: want %s or %s%s", f.VIPMode, cluster.ModeVRRP, cluster.ModeBGP, cluster.CaseHint(f.VIPMode, cluster.ModeVRRP, cluster.ModeBGP))
+	}
 	if f.VIPMode != cluster.ModeBGP && f.Has("bgp") {
 		return nil, f.errorf([]string{"bgp"}, "set, but vipMode is not bgp")
 	}
@@ -109,6 +116,9 @@ func (f File) Model() (*cluster.Model, error) {
 		if !f.Has(k) {
 			return nil, f.errorf([]string{k}, "missing (see deploy/cluster.example.yaml)")
 		}
+	}
+	if err := checkClusterName(f.Cluster); err != nil {
+		return nil, f.errorf([]string{"cluster"}, "%v", err)
 	}
 	if f.Interface == "auto" {
 		return nil, f.errorf([]string{"interface"}, "%q: name the interface; the same on every node", f.Interface)
@@ -134,6 +144,23 @@ func (f File) Model() (*cluster.Model, error) {
 		return nil, f.errorf(keys, "%s", msg)
 	}
 	return m, err
+}
+
+// checkClusterName holds a new cluster's name to Kubernetes' rules, which
+// the cluster model (lbconfig's, which must keep reading the Corefiles of
+// clusters already running) does not: the status Leases are named after
+// it, and OpenShift's router IDs are computed from its bytes, so OCP4 gets
+// other IDs than ocp4.
+func checkClusterName(name string) error {
+	err := cluster.CheckLabel(name)
+	if err == nil {
+		return nil
+	}
+	hint := ""
+	if l := strings.ToLower(name); l != name && cluster.CheckLabel(l) == nil {
+		hint = fmt.Sprintf(" (did you mean %q?)", l)
+	}
+	return fmt.Errorf("%v: the status Leases are named after it, and the router IDs computed from it%s", err, hint)
 }
 
 // Values checks the file for one node (Role and Node set) and fills in the
@@ -230,15 +257,28 @@ func (f File) role(v *Values) error {
 	case "":
 		return f.errorf([]string{"role"}, "missing: %s, %s or %s (or -role)", ControlPlane, Worker, Bootstrap)
 	default:
-		return f.errorf([]string{"role"}, "%q is not %s, %s or %s", f.Role, ControlPlane, Worker, Bootstrap)
+		return f.errorf([]string{"role"}, "%q is not %s, %s or %s%s", f.Role, ControlPlane, Worker, Bootstrap, cluster.CaseHint(f.Role, ControlPlane, Worker, Bootstrap))
 	}
 	if f.VIPMode == cluster.ModeBGP {
 		v.LB = false
 	}
-	if f.Role == Bootstrap && len(f.APIServers) == 0 {
+	return f.CheckAPIServers()
+}
+
+// CheckAPIServers refuses a node whose haproxy would start with no
+// apiserver: a bootstrap node, which has no API to list them, and a
+// control-plane node, whose haproxy serves the API VIP before the API
+// lists its endpoints (the first kubeadm init waits on that VIP). render
+// and render-node refuse the same. A worker has no haproxy.
+func (f File) CheckAPIServers() error {
+	if len(f.APIServers) > 0 || f.Role == Worker {
+		return nil
+	}
+	if f.Role == Bootstrap {
 		return f.errorf([]string{"apiServers"}, "a bootstrap node has no API to list them: give at least one")
 	}
-	return nil
+	return f.errorf([]string{"apiServers"}, "missing: a control-plane node's haproxy serves the API VIP before the API lists any apiserver "+
+		"(the first kubeadm init waits on it): list the control-plane nodes' addresses")
 }
 
 func (f File) image(*Values) error {
@@ -418,7 +458,7 @@ func (f File) resolver(v *Values) error {
 	case ResolverSystemdResolved:
 		v.Resolver, v.Resolved = ResolverSystemdResolved, true
 	default:
-		return f.errorf([]string{"resolver"}, "%q is not %s or %s", f.Resolver, ResolverNetworkManager, ResolverSystemdResolved)
+		return f.errorf([]string{"resolver"}, "%q is not %s or %s%s", f.Resolver, ResolverNetworkManager, ResolverSystemdResolved, cluster.CaseHint(f.Resolver, ResolverNetworkManager, ResolverSystemdResolved))
 	}
 	if len(f.Listen) == 0 {
 		return f.errorf([]string{"resolver", "listen"}, "systemd-resolved holds 127.0.0.53:53: set listen (e.g. [%s, lo]) so CoreDNS binds only those", cmp.Or(f.Interface, "ens3"))

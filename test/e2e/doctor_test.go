@@ -101,6 +101,7 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 dnsKubeconfig: /etc/kubernetes/infradns-dns/kubeconfig
 mdnsKey: /etc/infradns/mdns.key
 upstreams: [198.51.100.53]
+apiServers: [198.51.100.77]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
