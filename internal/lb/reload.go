@@ -43,10 +43,10 @@ type MasterSocket struct {
 }
 
 // masterBusy bounds how long Reload waits out a master that is re-executing
-// itself (haproxy 2.6 takes up to ~150 ms on an idle machine): it refuses
-// connections, or resets those queued on its old socket, without reading the
-// command.
-const masterBusy = time.Second
+// itself (haproxy 2.6 takes up to ~150 ms on an idle machine, more than a
+// second on a loaded one): it refuses connections, or resets those queued on
+// its old socket, without reading the command.
+const masterBusy = 3 * time.Second
 
 // Reload sends the command and waits for the master to close the connection.
 // A master in the middle of a reload is retried, not reported: lbconfig
