@@ -110,7 +110,7 @@ func TestRenderNeedsAPIServers(t *testing.T) {
 // TestRoleMaster: -role master, OpenShift's word, is the control-plane role.
 func TestRoleMaster(t *testing.T) {
 	for _, args := range [][]string{
-		{"render-node", "-f", example, "-role", "master", "-node", "master-0", "-format", "machineconfig", "-o", "-"},
+		{"render-node", "-f", example, "-role", "master", "-format", "machineconfig", "-o", "-"}, // the pool-wide MachineConfig: no -node
 		{"render-node", "-f", example, "-role", "master", "-node", "master-0", "-o", t.TempDir()},
 		{"render", "-f", example, "-role", "master", "-node", "master-0"},
 	} {

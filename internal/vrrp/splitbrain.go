@@ -44,7 +44,26 @@ type SplitInput struct {
 	// neither do the keeper's adverts of a VIP of the other family, whose
 	// VRRP may flow while this one's is dropped.
 	HeardFrom func(since time.Time, macs []MAC, vips []netip.Addr) bool
+	// Liveness says whether a peer that claims the VIP serves: nil says
+	// every peer does. A paused node (a VM stun, SIGSTOP) still answers ARP
+	// from its kernel and looks like a split-brain keeper; stepping down for
+	// it made every healthy backup give the VIP up in turn, an outage for as
+	// long as the pause. Only a live keeper is stepped down for.
+	Liveness func(MAC) Liveness
 }
+
+// Liveness is what a probe of a peer's service said.
+type Liveness int
+
+const (
+	// LiveUnknown: no answer yet; a step-down waits for one.
+	LiveUnknown Liveness = iota
+	// Live: the peer's service answered (or cannot be probed).
+	Live
+	// Dead: the peer accepted a connection and never answered: its kernel
+	// runs, its processes do not.
+	Dead
+)
 
 // SplitEvent is what a check decided.
 type SplitEvent int
@@ -64,6 +83,12 @@ const (
 	SplitResumeQuiet
 	// SplitForeign: a host that is no cluster node claims a VIP we hold.
 	SplitForeign
+	// SplitResumeDead: stepped down, and every keeper stopped serving (a
+	// pause): back to BACKUP so we can take over.
+	SplitResumeDead
+	// SplitKeptDead: two holders for Confirm, a lower-MAC peer among them,
+	// but it does not serve: the VIP is kept here.
+	SplitKeptDead
 )
 
 func (e SplitEvent) String() string {
@@ -80,6 +105,10 @@ func (e SplitEvent) String() string {
 		return "resumed-holder-gone"
 	case SplitForeign:
 		return "foreign"
+	case SplitResumeDead:
+		return "resumed-keeper-dead"
+	case SplitKeptDead:
+		return "kept-keeper-dead"
 	}
 	return fmt.Sprintf("event-%d", int(e))
 }
@@ -157,6 +186,9 @@ func (s *SplitBrain) Step(in SplitInput, now time.Time) SplitEvent {
 		case now.Sub(s.lastClaim) >= quiet:
 			s.reset()
 			return SplitResumeQuiet
+		case !slices.ContainsFunc(s.keepers, func(m MAC) bool { return in.liveness(m) != Dead }):
+			s.reset()
+			return SplitResumeDead
 		}
 		return SplitNone
 	}
@@ -189,15 +221,28 @@ func (s *SplitBrain) Step(in SplitInput, now time.Time) SplitEvent {
 	}
 	var keepers []MAC
 	var split []netip.Addr
+	lower, waiting := false, false
 	for _, p := range peers {
-		if bytes.Compare(p.MAC[:], in.Self[:]) < 0 {
-			if !slices.Contains(keepers, p.MAC) {
-				keepers = append(keepers, p.MAC)
-			}
-			if p.VIP.IsValid() && !slices.Contains(split, p.VIP) {
-				split = append(split, p.VIP)
-			}
+		if bytes.Compare(p.MAC[:], in.Self[:]) >= 0 {
+			continue
 		}
+		lower = true
+		switch in.liveness(p.MAC) {
+		case LiveUnknown:
+			waiting = true
+			continue
+		case Dead:
+			continue
+		}
+		if !slices.Contains(keepers, p.MAC) {
+			keepers = append(keepers, p.MAC)
+		}
+		if p.VIP.IsValid() && !slices.Contains(split, p.VIP) {
+			split = append(split, p.VIP)
+		}
+	}
+	if waiting && len(keepers) == 0 {
+		return ev // a keeper's probe has not answered yet
 	}
 	if len(keepers) > 0 {
 		s.down, s.downSince, s.lastClaim, s.keepers, s.split = true, now, now, keepers, split
@@ -207,9 +252,19 @@ func (s *SplitBrain) Step(in SplitInput, now time.Time) SplitEvent {
 	}
 	if !s.kept {
 		s.kept = true
+		if lower {
+			return SplitKeptDead
+		}
 		return SplitKept
 	}
 	return ev
+}
+
+func (in SplitInput) liveness(m MAC) Liveness {
+	if in.Liveness == nil {
+		return Live
+	}
+	return in.Liveness(m)
 }
 
 func (s *SplitBrain) reset() {

@@ -20,6 +20,7 @@ func TestSplitBrain(t *testing.T) {
 		claims []Claim
 		heard  bool // the keeper's advert since we stepped down
 		third  bool // a third router's advert since we stepped down
+		live   map[MAC]Liveness
 		want   SplitEvent
 	}
 	tests := []struct {
@@ -80,6 +81,36 @@ func TestSplitBrain(t *testing.T) {
 			{claims: []Claim{peer(low), peer(mid)}}, {claims: []Claim{peer(mid)}}, {claims: []Claim{peer(mid)}},
 			{claims: []Claim{peer(mid)}, want: SplitResumeQuiet},
 		}, false},
+		// Issue 28: a paused holder's kernel still answers ARP for the VIP
+		// it had; its service does not answer. The node that took over
+		// keeps the VIP (before: it stepped down, then the next one, and
+		// nobody served until the pause ended).
+		{"a paused keeper is not stepped down for", high, []check{
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}, want: SplitKeptDead},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+		}, false},
+		{"a step-down waits for the keeper's probe", high, []check{
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Live}, want: SplitStepDown},
+		}, true},
+		{"of two lower holders, the live one is stepped down for", high, []check{
+			{held: true, claims: []Claim{peer(low), peer(mid)}, live: map[MAC]Liveness{low: Dead, mid: Live}},
+			{held: true, claims: []Claim{peer(low), peer(mid)}, live: map[MAC]Liveness{low: Dead, mid: Live}},
+			{held: true, claims: []Claim{peer(low), peer(mid)}, live: map[MAC]Liveness{low: Dead, mid: Live}},
+			{held: true, claims: []Claim{peer(low), peer(mid)}, live: map[MAC]Liveness{low: Dead, mid: Live}, want: SplitStepDown},
+		}, true},
+		{"stepped down: resumes when the keeper stops serving", high, []check{
+			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}},
+			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}, want: SplitStepDown},
+			{claims: []Claim{peer(low)}}, {claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
+			{claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}, want: SplitResumeDead},
+		}, false},
 		{"stepped down: resumes when the keeper is gone", high, []check{
 			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}},
 			{held: true, claims: []Claim{peer(low)}}, {held: true, claims: []Claim{peer(low)}, want: SplitStepDown},
@@ -99,7 +130,16 @@ func TestSplitBrain(t *testing.T) {
 						return c.heard && slices.Contains(macs, low) && slices.Equal(vips, []netip.Addr{vip})
 					}
 				}
-				got := s.Step(SplitInput{Held: c.held, Self: tt.self, Claims: c.claims, HeardFrom: heard}, t0.Add(time.Duration(i)*200*time.Millisecond))
+				in := SplitInput{Held: c.held, Self: tt.self, Claims: c.claims, HeardFrom: heard}
+				if c.live != nil {
+					in.Liveness = func(m MAC) Liveness {
+						if l, ok := c.live[m]; ok {
+							return l
+						}
+						return Live
+					}
+				}
+				got := s.Step(in, t0.Add(time.Duration(i)*200*time.Millisecond))
 				if got != c.want {
 					t.Fatalf("check %d (%d ms): %v, want %v", i, i*200, got, c.want)
 				}

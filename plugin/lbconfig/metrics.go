@@ -65,7 +65,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "vrrp_split_brain_total",
-		Help:      "Counter of split-brain checks' decisions, by group and event: kept (another node held our VIP, the rule kept it here), stepped-down, resumed-adverts-heard, resumed-holder-gone, foreign (a host that is no cluster node answered ARP for our VIP).",
+		Help:      "Counter of split-brain checks' decisions, by group and event: kept (another node held our VIP, the rule kept it here), stepped-down, resumed-adverts-heard, resumed-holder-gone, foreign (a host that is no cluster node answered ARP for our VIP), kept-keeper-dead (the other holder does not serve: a paused node), resumed-keeper-dead.",
 	}, []string{"group", "event"})
 	splitSteppedDown = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,

@@ -36,6 +36,8 @@ type splitCheck struct {
 	arp   *vrrp.ARPConn // nil when it cannot run
 	ndp   *vrrp.NDPConn // nil when it cannot run (IPv6 off)
 
+	live *liveness
+
 	mu     sync.Mutex
 	groups []splitGroup
 }
@@ -43,6 +45,9 @@ type splitCheck struct {
 type splitGroup struct {
 	name, path  string
 	vips, peers []netip.Addr
+	// health is the URL of the group's check, whose port and path a
+	// peer's liveness is probed on (cluster.HealthNone: not probed).
+	health string
 }
 
 func newSplitCheck(m *cluster.Model, heard *vrrp.Heard) *splitCheck {
@@ -53,14 +58,14 @@ func newSplitCheck(m *cluster.Model, heard *vrrp.Heard) *splitCheck {
 			splitSteppedDown.WithLabelValues(g.Name)
 		}
 	}
-	return &splitCheck{iface: m.Interface(), model: m, heard: heard}
+	return &splitCheck{iface: m.Interface(), model: m, heard: heard, live: newLiveness()}
 }
 
 // update takes the groups of a new plan: those with VRRP instances here.
 func (sc *splitCheck) update(p lb.Plan) {
 	var gs []splitGroup
 	for _, g := range p.Groups {
-		sg := splitGroup{name: g.Name, path: lb.SplitPath(sc.model, g.Name)}
+		sg := splitGroup{name: g.Name, path: lb.SplitPath(sc.model, g.Name), health: sc.model.HealthURL(g.Check)}
 		sg.vips = unmapped(g.VIPs)
 		sg.peers = unmapped(g.Peers)
 		if len(sg.vips) > 0 && slices.ContainsFunc(p.TrackFiles, func(t lb.TrackFile) bool { return t.Split && t.Path == sg.path }) {
@@ -202,13 +207,17 @@ func (sc *splitCheck) loop(ctx context.Context, self vrrp.MAC) {
 				states[g.name] = st
 			}
 			peerMACs := map[vrrp.MAC]bool{}
+			peerAddr := map[vrrp.MAC]netip.Addr{}
 			for _, p := range g.peers {
 				for _, m := range sc.table.Since(p, now.Add(-peerMACAge)) {
 					peerMACs[m] = true
+					peerAddr[m] = p
 				}
 			}
 			in := vrrp.SplitInput{Self: self, Held: held(g), HeardFrom: func(since time.Time, macs []vrrp.MAC, vips []netip.Addr) bool {
 				return sc.heardFrom(vips, since, macs)
+			}, Liveness: func(m vrrp.MAC) vrrp.Liveness {
+				return sc.live.get(ctx, g.health, peerAddr[m], now)
 			}}
 			unknown := false
 			for _, v := range g.vips {
@@ -306,6 +315,11 @@ func (sc *splitCheck) report(g splitGroup, ev vrrp.SplitEvent, in vrrp.SplitInpu
 		log.Warningf("split brain over: %s: nobody answers for %v any more; back to BACKUP to take over", g.name, g.vips)
 	case vrrp.SplitForeign:
 		log.Warningf("%v answers ARP for %s (%v), which this node holds, and is no node of the group: not a VRRP peer, left alone", others, g.name, g.vips)
+	case vrrp.SplitKeptDead:
+		log.Warningf("%s (%v) also answered for by %v, whose VRRP adverts do not reach us and whose service does not answer (a paused node): kept here (%s)", g.name, g.vips, others, in.Self)
+	case vrrp.SplitResumeDead:
+		splitSteppedDown.WithLabelValues(g.name).Set(0)
+		log.Warningf("split brain over: %s: the holder we stepped down for stopped serving (a paused node); back to BACKUP to take over", g.name)
 	}
 }
 

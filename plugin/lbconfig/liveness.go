@@ -1,0 +1,111 @@
+package lbconfig
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/infradns/infradns/internal/vrrp"
+)
+
+// liveTimeout bounds a probe of a peer's health endpoint: a serving haproxy
+// answers within milliseconds, and the split-brain rule waits Confirm
+// (400 ms) before it acts.
+const liveTimeout = 250 * time.Millisecond
+
+// liveFresh is how long a probe's answer stands.
+const liveFresh = time.Second
+
+// probeLive asks a peer's health endpoint (http://host:port/path) whether
+// the peer's processes run. Only a connection accepted and then left
+// without an answer says Dead: that is a paused node, whose kernel
+// completes the handshake for a listener that nobody reads. A refused or
+// unreachable one says nothing about a split-brain keeper (the endpoint may
+// not listen there, unicast may be filtered): Live, the rule as before.
+func probeLive(ctx context.Context, hostport, path string) vrrp.Liveness {
+	d := net.Dialer{Timeout: liveTimeout}
+	c, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		return vrrp.Live
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(liveTimeout))
+	if _, err := c.Write([]byte("GET " + path + " HTTP/1.0\r\nHost: " + hostport + "\r\n\r\n")); err != nil {
+		return vrrp.Live
+	}
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return vrrp.Dead
+	}
+	return vrrp.Live
+}
+
+// liveness runs probes in the background and keeps their answers, so a
+// split-brain check never waits on one.
+type liveness struct {
+	probe func(ctx context.Context, hostport, path string) vrrp.Liveness
+
+	mu     sync.Mutex
+	states map[string]*liveState
+}
+
+type liveState struct {
+	val     vrrp.Liveness
+	at      time.Time
+	running bool
+}
+
+func newLiveness() *liveness {
+	return &liveness{probe: probeLive, states: map[string]*liveState{}}
+}
+
+// get returns what the last probe of peer's endpoint (healthURL with the
+// peer as host) said, LiveUnknown before the first, and starts a new one
+// when that answer is older than liveFresh.
+func (l *liveness) get(ctx context.Context, healthURL string, peer netip.Addr, now time.Time) vrrp.Liveness {
+	hostport, path, ok := peerEndpoint(healthURL, peer)
+	if !ok {
+		return vrrp.Live
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.states[hostport+path]
+	if st == nil {
+		st = &liveState{}
+		l.states[hostport+path] = st
+	}
+	if !st.running && now.Sub(st.at) >= liveFresh {
+		st.running = true
+		go func() {
+			v := l.probe(ctx, hostport, path)
+			l.mu.Lock()
+			st.val, st.at, st.running = v, time.Now(), false
+			l.mu.Unlock()
+		}()
+	}
+	return st.val
+}
+
+// peerEndpoint is healthURL's port and path on peer; false for an endpoint
+// that cannot be asked that way (none, not plain http).
+func peerEndpoint(healthURL string, peer netip.Addr) (hostport, path string, ok bool) {
+	u, err := url.Parse(healthURL)
+	if err != nil || u.Scheme != "http" || !peer.IsValid() {
+		return "", "", false
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", "", false
+	}
+	path = u.RequestURI()
+	return net.JoinHostPort(peer.Unmap().String(), port), path, true
+}
