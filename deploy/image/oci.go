@@ -430,7 +430,7 @@ func GzipLayer(dst, src, comment string) (Layer, error) {
 	}
 	defer r.Close()
 	err = writeFile(dst, func(w *os.File) error {
-		zw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
+		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -176,7 +177,7 @@ func MakeSBOM(in SBOMInput) (*SPDX, error) {
 	imageID := id("Image", in.Name)
 	doc.Packages = append(doc.Packages, SPDXPackage{SPDXID: imageID, Name: in.Name, VersionInfo: in.Version,
 		DownloadLocation: "NOASSERTION", PrimaryPackagePurpose: "CONTAINER", Checksums: sha(in.Index),
-		ExternalRefs: purl("pkg:oci/" + url.PathEscape(in.Name) + "@" + url.PathEscape(in.Index) + "?tag=" + url.QueryEscape(in.Version)),
+		ExternalRefs: purl(ociPURL(in.Name, in.Index, url.Values{"tag": {in.Version}})),
 		Comment:      "the multi-arch image index (OCI image layout archive); its checksum is the index's digest"})
 	rel(doc.SPDXID, "DESCRIBES", imageID)
 	doc.DocumentDescribes = append(doc.DocumentDescribes, imageID)
@@ -186,7 +187,7 @@ func MakeSBOM(in SBOMInput) (*SPDX, error) {
 		archID := id("Image", in.Name, a.Arch)
 		doc.Packages = append(doc.Packages, SPDXPackage{SPDXID: archID, Name: in.Name, VersionInfo: in.Version,
 			DownloadLocation: "NOASSERTION", PrimaryPackagePurpose: "CONTAINER", Checksums: sha(a.Manifest),
-			ExternalRefs: purl("pkg:oci/" + url.PathEscape(in.Name) + "@" + url.PathEscape(a.Manifest) + "?arch=" + url.QueryEscape(a.Arch)),
+			ExternalRefs: purl(ociPURL(in.Name, a.Manifest, url.Values{"arch": {a.Arch}})),
 			Comment:      "the " + a.Platform + " image; its checksum is the image manifest's digest"})
 		rel(imageID, "CONTAINS", archID)
 		for _, p := range a.Debian {
@@ -253,6 +254,15 @@ func MakeSBOM(in SBOMInput) (*SPDX, error) {
 		}
 	}
 	return doc, nil
+}
+
+// ociPURL is the package URL of the image name (without its tag) at digest
+// d: pkg:oci/NAME@sha256%3A...?repository_url=REGISTRY/PATH/NAME.
+func ociPURL(name, d string, q url.Values) string {
+	if strings.Contains(name, "/") {
+		q.Set("repository_url", name)
+	}
+	return "pkg:oci/" + url.PathEscape(path.Base(name)) + "@" + strings.ReplaceAll(d, ":", "%3A") + "?" + q.Encode()
 }
 
 func readBuildInfo(file string) (*debug.BuildInfo, error) {
