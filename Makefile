@@ -10,7 +10,7 @@ BIN     := bin
 RUN_PORT     ?= 1053
 RUN_UPSTREAM ?= /etc/resolv.conf
 
-.PHONY: all build image image-oci run test unit e2e deps bench bench-scale verify lint fmt clean
+.PHONY: all build image image-oci release run test unit e2e deps bench bench-scale verify lint fmt clean
 
 all: build
 
@@ -37,6 +37,26 @@ image:
 # archive: ctr -n k8s.io images import $(BIN)/infradns-image.oci.tar
 image-oci: build
 	$(GO) run ./hack/image-oci -version $(VERSION) -name $(IMAGE) -bin $(BIN) -o $(BIN)/infradns-image.oci.tar
+
+# make release VERSION=vX.Y.Z: dist/VERSION/ with make build's static
+# binaries for every RELEASE_ARCHES (linux_ARCH/), one multi-arch OCI image
+# archive (an image index over one image per architecture, each on that
+# architecture's Debian packages: mmdebstrap, cached, foreign ones under
+# qemu-user-static), an SPDX SBOM and SHA256SUMS. Every time stamp is
+# SOURCE_DATE_EPOCH (default: the commit's time), so a commit gives the same
+# digests. See "Releases" in docs/operator-guide.md.
+RELEASE_ARCHES ?= amd64 arm64 ppc64le s390x
+DIST           ?= dist
+
+release:
+	@case "$(VERSION)" in v[0-9]*) ;; *) echo "make release VERSION=vX.Y.Z (got '$(VERSION)')" >&2; exit 1;; esac
+	rm -rf $(DIST)/$(VERSION)
+	set -e; for a in $(RELEASE_ARCHES); do \
+	  GOOS=linux GOARCH=$$a $(MAKE) --no-print-directory build VERSION=$(VERSION) BIN=$(DIST)/$(VERSION)/linux_$$a; \
+	done
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} \
+	  $(GO) run ./hack/release -version $(VERSION) -name $(IMAGE) -dir $(DIST)/$(VERSION) -arches "$(RELEASE_ARCHES)"
+	cd $(DIST)/$(VERSION) && sha256sum -c --quiet SHA256SUMS && ls -l *.tar *.json SHA256SUMS
 
 run: build
 	@echo "Serving ocp4.example.com on 127.0.0.1:$(RUN_PORT). Try, in another shell:"
@@ -85,7 +105,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)
 
 # The Node-watch scale benchmark against the real kube-apiserver (~20 min):
 # SCALE_NODES="500 2000 5000", SCALE_BINS="before=/path/coredns current=bin/coredns",

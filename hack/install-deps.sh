@@ -34,15 +34,31 @@ declare -A pkgs=(
   [containerd]=containerd
   [ctr]=containerd
   [runc]=runc
+  # make release: the other architectures' Debian layers (mmdebstrap runs
+  # their maintainer scripts through binfmt_misc) and deploy/release's test,
+  # which runs the cross-built infradns under qemu.
+  [qemu-aarch64-static]=qemu-user-static
+  [qemu-ppc64le-static]=qemu-user-static
+  [qemu-s390x-static]=qemu-user-static
+  [update-binfmts]=binfmt-support
   # The kubeadm lab's pod network (bridge, host-local, loopback, portmap).
   [/usr/lib/cni/bridge]=containernetworking-plugins
 )
+
+# Registers the emulators with binfmt_misc (a container may need it mounted).
+register_binfmt() {
+  [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] && return 0
+  [ "$(id -u)" -eq 0 ] || { echo "install-deps: qemu-user-static is not registered with binfmt_misc (as root: update-binfmts --enable); make release needs it" >&2; return 0; }
+  [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || true
+  update-binfmts --enable >/dev/null 2>&1 || true
+  [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || echo "install-deps: warning: qemu-aarch64 is not in binfmt_misc; make release cannot build foreign Debian layers" >&2
+}
 
 missing=()
 for cmd in "${!pkgs[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("${pkgs[$cmd]}")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then register_binfmt; exit 0; fi
 
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 if [ "$(id -u)" -ne 0 ]; then
@@ -53,3 +69,4 @@ echo "install-deps: apt-get install ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+register_binfmt

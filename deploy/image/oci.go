@@ -2,6 +2,7 @@ package image
 
 import (
 	"archive/tar"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,10 +163,38 @@ func CopyBaseLayer(w io.Writer, r io.Reader) error {
 	return tw.Close()
 }
 
+// LayerFiles returns the contents of the regular files named (without a
+// leading "/" or "./") that the layer tar holds.
+func LayerFiles(layer string, names ...string) (map[string][]byte, error) {
+	f, err := os.Open(layer)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string][]byte{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", layer, err)
+		}
+		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
+		if h.Typeflag == tar.TypeReg && slices.Contains(names, name) {
+			if out[name], err = io.ReadAll(tr); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", layer, name, err)
+			}
+		}
+	}
+}
+
 // Layer is a layer tar already written to a file.
 type Layer struct {
 	File    string
-	Comment string // history
+	Comment string        // history
+	DiffID  digest.Digest // set when File is gzip-compressed: the digest of the tar inside
 }
 
 // ImageName is the full reference a container runtime gives name: a name
@@ -184,40 +214,100 @@ func ImageName(name string) string {
 }
 
 // WriteLayout writes an OCI image layout tar (what `ctr images import` and
-// skopeo read) holding one image named name: layers in order, f's user,
-// entrypoint, command, labels and environment.
+// skopeo read) holding one image named name for this machine's architecture:
+// layers in order, f's user, entrypoint, command, labels and environment.
+// index.json names the image manifest itself.
 func WriteLayout(w io.Writer, name string, f Final, layers []Layer, created time.Time) error {
+	p, _, err := Platform(runtime.GOARCH)
+	if err != nil {
+		return err
+	}
+	img, blobs, err := imageBlobs(Image{Platform: p, Final: f, Layers: layers}, created)
+	if err != nil {
+		return err
+	}
+	return writeLayoutTar(w, name, img, blobs, created)
+}
+
+// Image is one architecture's image: its platform, what the Dockerfile's
+// final stage says, and its layers.
+type Image struct {
+	Platform v1.Platform
+	Final    Final
+	Layers   []Layer
+}
+
+// WriteIndexLayout writes an OCI image layout tar holding one multi-arch
+// image named name: index.json names an image index (a blob) that lists one
+// image manifest per entry of images, each with its platform. Pushed, the
+// index is the image's digest; `ctr images import` picks the node's platform.
+// It returns the image index's descriptor and the manifests', in order.
+func WriteIndexLayout(w io.Writer, name string, images []Image, created time.Time) (v1.Descriptor, []v1.Descriptor, error) {
+	var all []blob
+	var mans []v1.Descriptor
+	for _, im := range images {
+		for _, m := range mans {
+			if PlatformString(*m.Platform) == PlatformString(im.Platform) {
+				return v1.Descriptor{}, nil, fmt.Errorf("two images for %s", PlatformString(im.Platform))
+			}
+		}
+		md, blobs, err := imageBlobs(im, created)
+		if err != nil {
+			return v1.Descriptor{}, nil, err
+		}
+		mans = append(mans, md)
+		all = append(all, blobs...)
+	}
+	index := v1.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: v1.MediaTypeImageIndex, Manifests: mans,
+		Annotations: map[string]string{v1.AnnotationCreated: created.UTC().Format(time.RFC3339)}}
+	indexJSON, err := json.Marshal(index)
+	if err != nil {
+		return v1.Descriptor{}, nil, err
+	}
+	desc := v1.Descriptor{MediaType: v1.MediaTypeImageIndex, Digest: digest.FromBytes(indexJSON), Size: int64(len(indexJSON))}
+	all = append(all, blob{desc: desc, data: indexJSON})
+	return desc, mans, writeLayoutTar(w, name, desc, all, created)
+}
+
+type blob struct {
+	desc v1.Descriptor
+	file string // its content, or data
+	data []byte
+}
+
+// imageBlobs makes the config and manifest of im and returns the manifest's
+// descriptor (with the platform) and every blob the manifest refers to.
+func imageBlobs(im Image, created time.Time) (v1.Descriptor, []blob, error) {
+	f := im.Final
 	cfg := v1.Image{
 		Created:  &created,
-		Platform: v1.Platform{Architecture: runtime.GOARCH, OS: "linux"},
+		Platform: im.Platform,
 		Config: v1.ImageConfig{
 			User: f.User, Entrypoint: f.Entrypoint, Cmd: f.Cmd, Labels: f.Labels,
 			Env: append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, f.Env...),
 		},
 		RootFS: v1.RootFS{Type: "layers"},
 	}
-	type blob struct {
-		desc v1.Descriptor
-		file string
-		data []byte
-	}
 	var blobs []blob
 	var layerDescs []v1.Descriptor
-	for _, l := range layers {
+	for _, l := range im.Layers {
 		d, size, err := fileDigest(l.File)
 		if err != nil {
-			return err
+			return v1.Descriptor{}, nil, err
 		}
 		desc := v1.Descriptor{MediaType: v1.MediaTypeImageLayer, Digest: d, Size: size}
+		diffID := d // an uncompressed layer's digest is its diff ID
+		if l.DiffID != "" {
+			desc.MediaType, diffID = v1.MediaTypeImageLayerGzip, l.DiffID
+		}
 		layerDescs = append(layerDescs, desc)
-		// Uncompressed layers: their digest is their diff ID.
-		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, d)
+		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, diffID)
 		cfg.History = append(cfg.History, v1.History{Created: &created, CreatedBy: l.Comment})
 		blobs = append(blobs, blob{desc: desc, file: l.File})
 	}
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
-		return err
+		return v1.Descriptor{}, nil, err
 	}
 	cfgDesc := v1.Descriptor{MediaType: v1.MediaTypeImageConfig, Digest: digest.FromBytes(cfgJSON), Size: int64(len(cfgJSON))}
 	blobs = append(blobs, blob{desc: cfgDesc, data: cfgJSON})
@@ -225,34 +315,47 @@ func WriteLayout(w io.Writer, name string, f Final, layers []Layer, created time
 		Config: cfgDesc, Layers: layerDescs, Annotations: map[string]string{v1.AnnotationCreated: created.UTC().Format(time.RFC3339)}}
 	manJSON, err := json.Marshal(man)
 	if err != nil {
-		return err
+		return v1.Descriptor{}, nil, err
 	}
-	full := ImageName(name)
 	manDesc := v1.Descriptor{MediaType: v1.MediaTypeImageManifest, Digest: digest.FromBytes(manJSON), Size: int64(len(manJSON)),
-		Platform: &cfg.Platform,
-		Annotations: map[string]string{
-			// containerd names the image from this; others read the ref name.
-			"io.containerd.image.name": full,
-			v1.AnnotationRefName:       full[strings.LastIndex(full, ":")+1:],
-		}}
+		Platform: &cfg.Platform}
 	blobs = append(blobs, blob{desc: manDesc, data: manJSON})
-	index := v1.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: v1.MediaTypeImageIndex, Manifests: []v1.Descriptor{manDesc}}
+	return manDesc, blobs, nil
+}
+
+// writeLayoutTar writes the layout: the blobs (each once, in digest order),
+// oci-layout, and index.json naming top, the image, as name. Every entry is
+// root-owned with mtime created, so the same blobs give the same tar.
+func writeLayoutTar(w io.Writer, name string, top v1.Descriptor, blobs []blob, created time.Time) error {
+	full := ImageName(name)
+	top.Annotations = map[string]string{
+		// containerd names the image from this; others read the ref name.
+		"io.containerd.image.name": full,
+		v1.AnnotationRefName:       full[strings.LastIndex(full, ":")+1:],
+	}
+	index := v1.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: v1.MediaTypeImageIndex, Manifests: []v1.Descriptor{top}}
 	indexJSON, err := json.Marshal(index)
 	if err != nil {
 		return err
 	}
 	layoutJSON, _ := json.Marshal(v1.ImageLayout{Version: v1.ImageLayoutVersion})
+	blobs = slices.Clone(blobs)
+	slices.SortStableFunc(blobs, func(a, b blob) int { return strings.Compare(string(a.desc.Digest), string(b.desc.Digest)) })
+	blobs = slices.CompactFunc(blobs, func(a, b blob) bool { return a.desc.Digest == b.desc.Digest })
 
 	tw := tar.NewWriter(w)
+	header := func(name string, typ byte, mode, size int64) *tar.Header {
+		return &tar.Header{Typeflag: typ, Name: name, Mode: mode, Size: size, ModTime: created, Format: tar.FormatPAX}
+	}
 	put := func(name string, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: created}); err != nil {
+		if err := tw.WriteHeader(header(name, tar.TypeReg, 0o644, int64(len(data)))); err != nil {
 			return err
 		}
 		_, err := tw.Write(data)
 		return err
 	}
 	for _, d := range []string{"blobs/", "blobs/sha256/"} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: created}); err != nil {
+		if err := tw.WriteHeader(header(d, tar.TypeDir, 0o755, 0)); err != nil {
 			return err
 		}
 	}
@@ -264,7 +367,7 @@ func WriteLayout(w io.Writer, name string, f Final, layers []Layer, created time
 			}
 			continue
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: b.desc.Size, ModTime: created}); err != nil {
+		if err := tw.WriteHeader(header(name, tar.TypeReg, 0o644, b.desc.Size)); err != nil {
 			return err
 		}
 		fh, err := os.Open(b.file)
@@ -287,6 +390,56 @@ func WriteLayout(w io.Writer, name string, f Final, layers []Layer, created time
 		return err
 	}
 	return tw.Close()
+}
+
+// Platform is the OCI platform of Go's linux/goarch and the Debian
+// architecture of the same machines. arm64 carries variant v8, as Docker's
+// and Debian's own images do (containerd matches linux/arm64 to it).
+func Platform(goarch string) (v1.Platform, string, error) {
+	deb, ok := map[string]string{"amd64": "amd64", "arm64": "arm64", "ppc64le": "ppc64el", "s390x": "s390x"}[goarch]
+	if !ok {
+		return v1.Platform{}, "", fmt.Errorf("architecture %q: the image is built for amd64, arm64, ppc64le and s390x", goarch)
+	}
+	p := v1.Platform{OS: "linux", Architecture: goarch}
+	if goarch == "arm64" {
+		p.Variant = "v8"
+	}
+	return p, deb, nil
+}
+
+// PlatformString is p as os/arch[/variant], as ctr and docker write it.
+func PlatformString(p v1.Platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// GzipLayer compresses the layer tar src into dst the same way every time
+// (no name, no time in the gzip header) and returns the Layer for dst, its
+// diff ID being src's digest.
+func GzipLayer(dst, src, comment string) (Layer, error) {
+	diffID, _, err := fileDigest(src)
+	if err != nil {
+		return Layer{}, err
+	}
+	r, err := os.Open(src)
+	if err != nil {
+		return Layer{}, err
+	}
+	defer r.Close()
+	err = writeFile(dst, func(w *os.File) error {
+		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(zw, r); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
+	return Layer{File: dst, Comment: comment, DiffID: diffID}, err
 }
 
 func fileDigest(file string) (digest.Digest, int64, error) {

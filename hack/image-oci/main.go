@@ -19,6 +19,7 @@ func main() {
 	version := flag.String("version", "dev", "the VERSION build argument")
 	name := flag.String("name", "", "image name (default infradns:VERSION)")
 	out := flag.String("o", "bin/infradns-image.oci.tar", "output: an OCI image layout tar")
+	arch := flag.String("arch", "", "architecture (Go's name: amd64, arm64, ppc64le, s390x; default this machine's); -bin must hold its binaries")
 	cache := flag.String("cache", image.DefaultCache(), "where the Debian root file system is kept between builds")
 	flag.Parse()
 	log.SetFlags(0)
@@ -27,7 +28,7 @@ func main() {
 		*name = "infradns:" + *version
 	}
 	o := image.BuildOptions{Dockerfile: *dockerfile, Bin: *bin, Version: *version, Name: *name, Out: *out, Cache: *cache,
-		Log: log.Default()}
+		Arch: *arch, Log: log.Default()}
 	if err := image.Build(o); err != nil {
 		log.Fatal(err)
 	}
