@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,7 +232,11 @@ func klImages(t *testing.T, pauseName string) (infradns, pause string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := image.DebianLayer(logger, image.DefaultCache(), strings.TrimSuffix(strings.TrimPrefix(f.Base, "debian:"), "-slim"), f.Packages)
+	_, deb, err := image.Platform(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := image.DebianLayer(logger, image.DefaultCache(), strings.TrimSuffix(strings.TrimPrefix(f.Base, "debian:"), "-slim"), deb, f.Packages)
 	if err != nil {
 		t.Fatal(err)
 	}
