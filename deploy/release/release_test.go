@@ -154,9 +154,11 @@ func TestRelease(t *testing.T) {
 		for _, arch := range Arches {
 			d := filepath.Join(dir, "linux_"+arch)
 			os.MkdirAll(d, 0o755)
-			// make build's other binaries: a small Go program stands in for
-			// them (cross-building CoreDNS four times would take minutes).
-			for b, src := range map[string]string{"coredns": "standin", "infradns": "infradns", "mdns-publisher": "standin"} {
+			// A small Go program stands in for make build's binaries here:
+			// cross-building CoreDNS four times would take minutes, and
+			// compressing 50 MB binaries for eight images under -race as
+			// long (the real infradns's SBOM is checked below).
+			for b, src := range map[string]string{"coredns": "standin", "infradns": "standin", "mdns-publisher": "standin"} {
 				data, err := os.ReadFile(filepath.Join(bins, arch, src))
 				if err != nil {
 					t.Fatal(err)
@@ -208,12 +210,56 @@ func TestRelease(t *testing.T) {
 	for _, want := range []string{
 		"pkg:deb/debian/base-files@12.4+deb12u12?arch=ppc64el&distro=debian-12",
 		"pkg:deb/debian/ca-certificates@20230311+deb12u1?arch=all&distro=debian-12",
-		"pkg:golang/github.com/infradns/infradns/cmd/infradns@" + version + "?goarch=arm64&goos=linux",
+		"pkg:golang/github.com/infradns/infradns/deploy/release/testdata/standin@" + version + "?goarch=arm64&goos=linux",
 		"pkg:golang/stdlib@" + runtime.Version(),
 		"pkg:oci/infradns@" + strings.Replace(index, ":", "%3A", 1) + "?tag=" + version,
 	} {
 		if !purls[want] {
 			t.Errorf("SBOM has no package %s", want)
+		}
+	}
+
+	// The real infradns of each architecture: every Go module it links is
+	// in its SBOM with its version and go.sum hash.
+	var archs []SBOMArch
+	for _, arch := range Arches {
+		archs = append(archs, SBOMArch{Arch: arch, Platform: "linux/" + arch, Manifest: index,
+			Binaries: map[string]string{"infradns": filepath.Join(bins, arch, "infradns")}})
+	}
+	real, err := MakeSBOM(SBOMInput{Name: "infradns", Version: version, Index: index, Created: "2025-06-15T16:00:00Z",
+		Source: "https://github.com/infradns/infradns", ToolName: "test", Arches: archs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]SPDXPackage{}
+	for _, p := range real.Packages {
+		ids[p.SPDXID] = p
+	}
+	linked := map[string][]SPDXPackage{}
+	for _, r := range real.Relationships {
+		if r.RelationshipType == "STATIC_LINK" {
+			linked[r.SPDXElementID] = append(linked[r.SPDXElementID], ids[r.RelatedSPDXElement])
+		}
+	}
+	sha := func(p SPDXPackage) string {
+		if len(p.Checksums) == 0 {
+			return ""
+		}
+		return p.Checksums[0].ChecksumValue
+	}
+	for _, arch := range Arches {
+		id := "SPDXRef-Binary-" + arch + "-infradns"
+		if err := checkModules(filepath.Join(bins, arch, "infradns"), linked[id], sha); err != nil {
+			t.Error(err)
+		}
+		withSum := 0
+		for _, p := range linked[id] {
+			if sha(p) != "" {
+				withSum++
+			}
+		}
+		if withSum < 10 {
+			t.Errorf("%s: %d modules with a go.sum hash of %d linked: the real infradns has more", id, withSum, len(linked[id]))
 		}
 	}
 
