@@ -14,7 +14,12 @@
 #   q  the same rendered Corefile with onemap in place of our plugins (ceiling)
 #   o  OpenShift on-prem's production Corefile: b inside what its template
 #      renders around it (errors, bufsize, health, forward, cache 30, reload)
-# a-f each without and with `cache 30`. a-d, p, q answer the VIP names (api,
+#   r  infradns: PTR for the 500 nodes (heard over mDNS as in e) and the VIPs,
+#      the cluster's node networks named with apiint's `reverse`
+#   t  onemap with the same PTR records (ceiling)
+#   u  OpenShift on-prem's way: hosts with the nodes and VIPs, a reverse zone
+#      file answering the unknown addresses
+# a-f, r, t, u each without and with `cache 30`. a-d, p, q answer the VIP names (api,
 # *.apps), e and f the node names (<node>.DOMAIN A/AAAA). The server runs on
 # CPU 0 with GOMAXPROCS=1, dnsperf on CPU 1, loopback only; the two-core rows
 # (a, d, p, q) give the server both CPUs (GOMAXPROCS=2, a socket each) and
@@ -62,6 +67,9 @@ configs=(
   "p|infradns: the rendered production Corefile|cf_rendered|mix|vips"
   "q|rendered Corefile, onemap in place of ours (ceiling)|cf_rendered_onemap|mix|vips"
   "o|OpenShift on-prem: its production Corefile|cf_openshift_prod|mix|vips"
+  "r|infradns: PTR, 500 nodes over mDNS + VIPs|cf_ptr|mix|ptr"
+  "t|onemap: PTR, one map lookup (ceiling)|cf_onemap_ptr|mix|ptr"
+  "u|OpenShift on-prem: hosts PTR, 500 nodes + VIPs|cf_hosts_ptr|mix|ptr"
 )
 # Node i of e and f is worker-NNN with 10.128.i/256.i%256 and fd00:128::(i+1),
 # as test/bench/mdnsflood announces them.
@@ -71,7 +79,7 @@ caches=(none 30)
 # rendered Corefile's own cache ("rendered").
 cases=()
 for cache in "${caches[@]}"; do
-  for id in a b c d e f; do cases+=("$id|$cache|1"); done
+  for id in a b c d e f r t u; do cases+=("$id|$cache|1"); done
 done
 cases+=("p|rendered|1" "q|rendered|1" "o|rendered|1" "a|none|2" "d|none|2" "p|rendered|2" "q|rendered|2")
 
@@ -196,6 +204,41 @@ cf_whoami() {
 
 cf_onemap() {
   echo "    onemap $zone $work/onemap.names"
+}
+
+# PTR: the reverse names of the nodes' and the VIPs' addresses. The node
+# networks are named with apiint's reverse option, so an unknown address in
+# them is NXDOMAIN (with the reverse zone's SOA) rather than forwarded.
+cf_ptr() {
+  cat <<EOF
+    apiint $api_v4 $api_v6 {
+        zone $zone
+        reverse 10.128.0.0/16 fd00:128::/64
+    }
+    appswildcard $ing_v4 $ing_v6 {
+        zone $zone
+    }
+EOF
+  cf_mdnsnodes
+}
+
+# The ceiling for PTR: every record pre-built, one map lookup; "." makes any
+# other name NXDOMAIN.
+cf_onemap_ptr() {
+  echo "    onemap . $work/onemap.ptr"
+}
+
+# OpenShift answers PTR for nodes from its hosts block (release 4.8 and
+# later); the VIPs are added to it here so that the answers match ours, and a
+# reverse zone with only SOA and NS answers the unknown addresses, as the
+# site's DNS would.
+cf_hosts_ptr() {
+  cat <<EOF
+    hosts $work/hosts.ptr {
+        fallthrough
+    }
+    file $work/reverse.zone 128.10.in-addr.arpa
+EOF
 }
 
 # The Corefile `infradns render-node` writes for a control-plane node of the
@@ -327,7 +370,7 @@ stop() {
 # the first, a middle and the last node are served. Each attempt asks names
 # never asked before: with `cache 30` an early NXDOMAIN would stay cached.
 fill() {
-  [ "$1" = e ] || return 0
+  [ "$1" = e ] || [ "$1" = r ] || return 0
   local i n ok
   "$work/mdnsflood" -interface lo -cluster ocp4 -n "$nodes" >"$work/flood.log" 2>&1 &
   flood_pid=$!
@@ -400,6 +443,37 @@ done >"$work/queries.nodes.unshuffled"
 for ((i = 0; i < nx_nodes; i++)); do printf 'nosuch-node-%03d.%s A\n' "$i" "$zone"; done >>"$work/queries.nodes.unshuffled"
 shuf --random-source=<(yes) "$work/queries.nodes.unshuffled" >"$work/queries.nodes.txt"
 nx_share[nodes]=$(awk -v nx="$nx_nodes" -v all="$((nodes * 2 + nx_nodes))" 'BEGIN { print nx / all }')
+# Reverse names: every node's IPv4 and IPv6 address, the four VIPs, and one
+# unknown address of the node network per ten queries (NXDOMAIN).
+rev4() { awk -F. '{ printf "%s.%s.%s.%s.in-addr.arpa\n", $4, $3, $2, $1 }' <<<"$1"; }
+# rev6 HEX32 prints the nibble form of an IPv6 address written as 32 hex digits.
+rev6() { echo "$(rev <<<"$1" | sed 's/./&./g')ip6.arpa"; }
+node6() { printf 'fd000128000000000000000000%06x' $(($1 + 1)); }
+for ((i = 0; i < nodes; i++)); do
+  n=$(printf 'worker-%03d' "$i").$zone.
+  r4=$(rev4 "10.128.$((i / 256)).$((i % 256))")
+  r6=$(rev6 "$(node6 "$i")")
+  printf '%s PTR\n%s PTR\n' "$r4" "$r6" >&3
+  printf '%s PTR %s\n%s PTR %s\n' "$r4" "$n" "$r6" "$n" >&4
+done 3>"$work/queries.ptr.unshuffled" 4>"$work/onemap.ptr"
+# The VIPs (api_v6 and ing_v6 written out in full).
+for v in "$api_v4 api-int" "$ing_v4 ingress.apps" "20010db8000000000000000000000005 api-int" "20010db8000000000000000000000010 ingress.apps"; do
+  read -r a name <<<"$v"
+  if [[ $a == *.* ]]; then r=$(rev4 "$a"); else r=$(rev6 "$a"); fi
+  echo "$r PTR" >>"$work/queries.ptr.unshuffled"
+  echo "$r PTR $name.$zone." >>"$work/onemap.ptr"
+done
+printf '%s api-int.%s\n%s api-int.%s\n%s ingress.apps.%s\n%s ingress.apps.%s\n' \
+  "$api_v4" "$zone" "$api_v6" "$zone" "$ing_v4" "$zone" "$ing_v6" "$zone" | cat "$work/hosts.nodes" - >"$work/hosts.ptr"
+nx_ptr=$(((nodes * 2 + 4) / 9))
+for ((i = 0; i < nx_ptr; i++)); do echo "$(rev4 "10.128.$((200 + i / 256)).$((i % 256))") PTR"; done >>"$work/queries.ptr.unshuffled"
+shuf --random-source=<(yes) "$work/queries.ptr.unshuffled" >"$work/queries.ptr.txt"
+nx_share[ptr]=$(awk -v nx="$nx_ptr" -v all="$((nodes * 2 + 4 + nx_ptr))" 'BEGIN { print nx / all }')
+cat >"$work/reverse.zone" <<EOF
+\$ORIGIN 128.10.in-addr.arpa.
+@       30 IN SOA ns.dns.$zone. hostmaster.$zone. 1 7200 1800 86400 30
+@       30 IN NS  ns.dns.$zone.
+EOF
 cat >"$work/upstream.zone" <<EOF
 \$ORIGIN $zone.
 @       30 IN SOA ns.dns.$zone. hostmaster.$zone. 1 7200 1800 86400 30
@@ -451,6 +525,8 @@ probes[vips]="api.$zone A|api-int.$zone AAAA|route-0001-ns-01.apps.$zone A|route
 wants[vips]="NOERROR $api_v4|NOERROR $api_v6|NOERROR $ing_v4|NOERROR $ing_v6|NXDOMAIN"
 probes[nodes]="worker-042.$zone A|worker-042.$zone AAAA|WORKER-300.$zone A|worker-300.$zone MX|nosuch-node-001.$zone A"
 wants[nodes]="NOERROR 10.128.0.42|NOERROR fd00:128::2b|NOERROR 10.128.1.44|NOERROR|NXDOMAIN"
+probes[ptr]="$(rev4 10.128.0.42) PTR|$(rev6 "$(node6 300)") PTR|$(rev4 "$api_v4") PTR|$(rev6 20010db8000000000000000000000010) PTR|$(rev4 10.128.200.7) PTR"
+wants[ptr]="NOERROR worker-042.$zone.|NOERROR worker-300.$zone.|NOERROR api-int.$zone.|NOERROR ingress.apps.$zone.|NXDOMAIN"
 for c in "${selected[@]}"; do
   IFS='|' read -r id desc fn expect set <<<"$c"
   [ "$expect" = mix ] || continue
@@ -535,6 +611,7 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   echo "- Server: \`GOMAXPROCS=1 taskset -c $server_cpu\`; dnsperf: \`taskset -c $client_cpu dnsperf -l $secs -c $clients -q $outstanding\` (no rate limit), 127.0.0.1 only."
   echo "- Queries a–d: $summary ($(sort -u "$work/queries.vips.txt" | wc -l) distinct name/type pairs): 10 % api/api-int A+AAAA, 80 % \`*.apps\` (3000 names, 1 in 5 AAAA), 10 % NXDOMAIN in the cluster domain; shuffled, fixed seed (test/bench/genqueries)."
   echo "- Queries e–f: $((nodes * 2 + nx_nodes)) (each of the $nodes nodes A and AAAA, $nx_nodes unknown names → NXDOMAIN), shuffled. e hears the nodes from test/bench/mdnsflood over IPv4 multicast on lo (one round of announcements before each run); f reads the same nodes from a hosts file."
+  echo "- Queries r–u: $((nodes * 2 + 4 + nx_ptr)) PTR (each node's IPv4 and IPv6 address, the 4 VIPs, $nx_ptr unknown addresses of 10.128.0.0/16 → NXDOMAIN), shuffled. r hears the nodes over mDNS as e does; t and u read the same records from files."
   echo "- Median of $runs runs of $secs s per row, runs interleaved (a b c … a b c …); every run's response codes checked (no SERVFAIL; NXDOMAIN share as in the query file; whoami answers all NOERROR)."
   echo "- Saturated: latency is mostly dnsperf's queue (≈ in flight / qps); compare qps. Peak RSS is the server's VmHWM after the run."
   echo
@@ -569,7 +646,8 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   echo
   echo "| ratio | no cache | cache 30 | target |"
   echo "|---|---:|---:|---|"
-  for pair in "a|b|a/b: infradns vs OpenShift templates|≥ 2.0 without cache" "a|c|a/c: infradns vs whoami|" "a|d|a/d: infradns vs one map lookup|≥ 0.95" "e|f|e/f: mdnsnodes vs hosts, 500 nodes|"; do
+  for pair in "a|b|a/b: infradns vs OpenShift templates|≥ 2.0 without cache" "a|c|a/c: infradns vs whoami|" "a|d|a/d: infradns vs one map lookup|≥ 0.95" "e|f|e/f: mdnsnodes vs hosts, 500 nodes|" \
+    "r|t|r/t: PTR, infradns vs one map lookup|≥ 0.95" "r|e|r/e: PTR vs the node names' A/AAAA (e)|≈ 1" "r|u|r/u: PTR, infradns vs OpenShift hosts|"; do
     IFS='|' read -r ours other label target <<<"$pair"
     line="| $label"
     for cache in "${caches[@]}"; do line+=$(ratio "$ours.$cache.1" "$other.$cache.1"); done

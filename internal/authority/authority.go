@@ -70,9 +70,10 @@ type Authority struct {
 	declared       []string
 	declaredDomain string
 	revZones       map[string]*zone
-	revOrigins     []string // longest first
-	members        []Member // the server block's members, for heldBelow
-	last           bool     // no member after this one: it answers reverse misses
+	revOrigins     []string        // longest first
+	members        []Member        // the server block's members, for heldBelow
+	last           bool            // no member after this one: it answers reverse misses
+	handTo         []ReverseServer // the later members, when this one is the first
 }
 
 type zone struct {

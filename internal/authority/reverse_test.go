@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"context"
 	"net"
 	"testing"
 
@@ -18,7 +19,8 @@ import (
 type revMember struct {
 	member
 	Authority
-	rev records.Reverse
+	rev    records.Reverse
+	served int
 }
 
 func (m *revMember) HoldsReverseBelow(name string) bool { return m.rev.HasBelow(name) }
@@ -68,5 +70,99 @@ func TestReverseZonesChain(t *testing.T) {
 	outside, _ := dns.ReverseAddr("192.0.2.99")
 	if ok, _ := ask(last, outside); ok {
 		t.Errorf("Expected a name outside the reverse zones to go on")
+	}
+}
+
+// served counts what a revMember answered through ServeOwnReverse.
+func (m *revMember) ServeOwnReverse(_ context.Context, w dns.ResponseWriter, r *dns.Msg, q Query) (bool, int) {
+	ok, rc, _ := m.ServeReverse(w, r, q, m.rev, m.RecordTTL())
+	if ok {
+		m.served++
+	}
+	return ok, rc
+}
+
+// TestHandReverse: the first member hands a reverse name to the later
+// member that holds it, which answers (and counts) it; a miss is answered by
+// the last member only in a declared reverse zone; a member whose own zone
+// holds the name stops the hand (the chain decides); later members hand
+// nothing.
+func TestHandReverse(t *testing.T) {
+	origins := []string{"ocp4.example.com."}
+	mk := func(name string, origins []string) *revMember {
+		m := &revMember{member: member{name: name, origins: origins, ttl: 30}, rev: records.Reverse{}}
+		m.Authority = New(origins, 30, fall.F{})
+		return m
+	}
+	first, middle, last := mk("first", origins), mk("middle", origins), mk("last", origins)
+	first.SetReverseZones([]string{"2.0.192.in-addr.arpa."}, "ocp4.example.com.", 30)
+	first.rev.AddIP(net.ParseIP("192.0.2.5"), "api-int.ocp4.example.com.")
+	middle.rev.AddIP(net.ParseIP("192.0.2.10"), "ingress.apps.ocp4.example.com.")
+	last.rev.AddIP(net.ParseIP("192.0.2.21"), "master-0.ocp4.example.com.")
+	link := func(ms ...*revMember) {
+		var members []Member
+		for _, m := range ms {
+			members = append(members, m)
+		}
+		for _, m := range ms {
+			m.LinkMembers(members, m)
+			m.served = 0
+		}
+	}
+	link(first, middle, last)
+	hand := func(from *revMember, addr string) (bool, *dns.Msg) {
+		name, _ := dns.ReverseAddr(addr)
+		req := new(dns.Msg)
+		req.SetQuestion(name, dns.TypePTR)
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		q, _ := NewQuery(req)
+		ok, _ := from.HandReverse(context.Background(), rec, req, q)
+		return ok, rec.Msg
+	}
+	for _, tc := range []struct {
+		addr   string
+		ok     bool
+		rcode  int
+		ptr    string
+		served [3]int // first, middle, last
+	}{
+		{"192.0.2.21", true, dns.RcodeSuccess, "master-0.ocp4.example.com.", [3]int{0, 0, 1}},
+		{"192.0.2.10", true, dns.RcodeSuccess, "ingress.apps.ocp4.example.com.", [3]int{0, 1, 0}},
+		// Nobody holds it, in a declared zone: the last member's NXDOMAIN.
+		{"192.0.2.99", true, dns.RcodeNameError, "", [3]int{0, 0, 1}},
+		// Outside the declared zones: nobody answers, the chain goes on.
+		{"198.51.100.1", false, 0, "", [3]int{}},
+	} {
+		link(first, middle, last)
+		ok, m := hand(first, tc.addr)
+		if ok != tc.ok {
+			t.Errorf("%s: handed %v, want %v", tc.addr, ok, tc.ok)
+			continue
+		}
+		if got := [3]int{first.served, middle.served, last.served}; got != tc.served {
+			t.Errorf("%s: answered by (first, middle, last) %v, want %v", tc.addr, got, tc.served)
+		}
+		if !ok {
+			if m != nil {
+				t.Errorf("%s: wrote %v, want nothing", tc.addr, m)
+			}
+			continue
+		}
+		if m.Rcode != tc.rcode {
+			t.Errorf("%s: rcode %d, want %d", tc.addr, m.Rcode, tc.rcode)
+		}
+		if tc.ptr != "" && (len(m.Answer) != 1 || m.Answer[0].(*dns.PTR).Ptr != tc.ptr) {
+			t.Errorf("%s: answer %v, want PTR %s", tc.addr, m.Answer, tc.ptr)
+		}
+	}
+	if ok, _ := hand(middle, "192.0.2.21"); ok {
+		t.Error("Expected a member that is not the first to hand nothing")
+	}
+	// A middle member serving the reverse zone as its own zone answers the
+	// name itself in the chain: the first member must not skip it.
+	owner := mk("owner", []string{"in-addr.arpa."})
+	link(first, owner, last)
+	if ok, _ := hand(first, "192.0.2.21"); ok || last.served != 0 {
+		t.Errorf("Expected the hand to stop at a member whose zone holds the name, got %v (last answered %d)", ok, last.served)
 	}
 }

@@ -80,6 +80,9 @@ func (a *APIInt) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 				requestCount.Inc(ctx, res)
 				return rc, nil
 			}
+			if ok, rc := a.HandReverse(ctx, w, r, q); ok {
+				return rc, nil
+			}
 		}
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
@@ -125,3 +128,12 @@ func (a *APIInt) RecordTTL() uint32 { return a.ttl }
 
 // HoldsReverseBelow implements authority.ReverseHolder.
 func (a *APIInt) HoldsReverseBelow(name string) bool { return a.reverse.HasBelow(name) }
+
+// ServeOwnReverse implements authority.ReverseServer.
+func (a *APIInt) ServeOwnReverse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q authority.Query) (bool, int) {
+	ok, rc, res := a.ServeReverse(w, r, q, a.reverse, a.ttl)
+	if ok {
+		requestCount.Inc(ctx, res)
+	}
+	return ok, rc
+}

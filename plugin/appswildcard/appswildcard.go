@@ -78,6 +78,9 @@ func (a *AppsWildcard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 				requestCount.Inc(ctx, res)
 				return rc, nil
 			}
+			if ok, rc := a.HandReverse(ctx, w, r, q); ok {
+				return rc, nil
+			}
 		}
 		return plugin.NextOrFailure(a.Name(), a.Next, ctx, w, r)
 	}
@@ -164,3 +167,12 @@ func (a *AppsWildcard) VIPs() []netip.Addr {
 
 // HoldsReverseBelow implements authority.ReverseHolder.
 func (a *AppsWildcard) HoldsReverseBelow(name string) bool { return a.reverse.HasBelow(name) }
+
+// ServeOwnReverse implements authority.ReverseServer.
+func (a *AppsWildcard) ServeOwnReverse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q authority.Query) (bool, int) {
+	ok, rc, res := a.ServeReverse(w, r, q, a.reverse, a.ttl)
+	if ok {
+		requestCount.Inc(ctx, res)
+	}
+	return ok, rc
+}

@@ -212,6 +212,9 @@ func (m *MDNSNodes) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 				requestCount.Inc(ctx, res)
 				return rc, nil
 			}
+			if ok, rc := m.HandReverse(ctx, w, r, q); ok {
+				return rc, nil
+			}
 		}
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
@@ -303,4 +306,13 @@ func (m *MDNSNodes) RecordTTL() uint32 { return m.ttl }
 // being served.
 func (m *MDNSNodes) HoldsReverseBelow(name string) bool {
 	return m.index.Load().reverseMap().HasBelow(name)
+}
+
+// ServeOwnReverse implements authority.ReverseServer.
+func (m *MDNSNodes) ServeOwnReverse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q authority.Query) (bool, int) {
+	ok, rc, res := m.ServeReverse(w, r, q, m.index.Load().reverseMap(), m.ttl)
+	if ok {
+		requestCount.Inc(ctx, res)
+	}
+	return ok, rc
 }

@@ -6,9 +6,10 @@
 //
 //	onemap ZONE FILE
 //
-// FILE holds one "NAME IPV4 IPV6" line per name. A listed name answers A or
-// AAAA with its address (other types: empty NOERROR); any other name in ZONE is
-// NXDOMAIN; names outside ZONE go to the next plugin. There is no SOA.
+// FILE holds one "NAME IPV4 IPV6" line per name, or "NAME PTR TARGET" for a
+// reverse name. A listed name answers A, AAAA or PTR with its record (other
+// types: empty NOERROR); any other name in ZONE is NXDOMAIN; names outside
+// ZONE go to the next plugin. There is no SOA.
 package onemap
 
 import (
@@ -41,7 +42,7 @@ type OneMap struct {
 }
 
 type entry struct {
-	a, aaaa []dns.RR
+	a, aaaa, ptr []dns.RR
 }
 
 func setup(c *caddy.Controller) error {
@@ -86,14 +87,23 @@ func load(f *os.File) (map[string]entry, error) {
 			continue
 		}
 		if len(fs) != 3 {
-			return nil, fmt.Errorf("line %d: want NAME IPV4 IPV6", n)
+			return nil, fmt.Errorf("line %d: want NAME IPV4 IPV6 or NAME PTR TARGET", n)
+		}
+		name := dns.CanonicalName(fs[0])
+		if strings.EqualFold(fs[1], "PTR") {
+			if _, ok := dns.IsDomainName(fs[2]); !ok {
+				return nil, fmt.Errorf("line %d: bad PTR target %q", n, fs[2])
+			}
+			e := names[name]
+			e.ptr = append(e.ptr, &dns.PTR{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: ttl}, Ptr: dns.CanonicalName(fs[2])})
+			names[name] = e
+			continue
 		}
 		v4, err4 := netip.ParseAddr(fs[1])
 		v6, err6 := netip.ParseAddr(fs[2])
 		if err4 != nil || err6 != nil || !v4.Is4() || !v6.Is6() {
 			return nil, fmt.Errorf("line %d: bad addresses %q %q", n, fs[1], fs[2])
 		}
-		name := dns.CanonicalName(fs[0])
 		names[name] = entry{
 			a:    []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: v4.AsSlice()}},
 			aaaa: []dns.RR{&dns.AAAA{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: v6.AsSlice()}},
@@ -122,6 +132,8 @@ func (h *OneMap) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 		m.Answer = e.a
 	case q.Qtype == dns.TypeAAAA:
 		m.Answer = e.aaaa
+	case q.Qtype == dns.TypePTR:
+		m.Answer = e.ptr
 	}
 	w.WriteMsg(m)
 	return m.Rcode, nil

@@ -15,7 +15,7 @@ import (
 
 func TestOneMap(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "names")
-	if err := os.WriteFile(file, []byte("# name v4 v6\nApi.Example.org 192.0.2.5 2001:db8::5\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("# name v4 v6\nApi.Example.org 192.0.2.5 2001:db8::5\n5.2.0.192.in-addr.arpa PTR Api.Example.org\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h, err := parse(caddy.NewTestController("dns", "onemap example.org "+file))
@@ -28,6 +28,8 @@ func TestOneMap(t *testing.T) {
 		{Qname: "API.example.org.", Qtype: dns.TypeAAAA, Answer: []dns.RR{test.AAAA("api.example.org. 30 IN AAAA 2001:db8::5")}},
 		{Qname: "api.example.org.", Qtype: dns.TypeMX},
 		{Qname: "nx.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError},
+		{Qname: "5.2.0.192.in-addr.arpa.", Qtype: dns.TypePTR, Answer: []dns.RR{test.PTR("5.2.0.192.in-addr.arpa. 30 IN PTR api.example.org.")}},
+		{Qname: "6.2.0.192.in-addr.arpa.", Qtype: dns.TypePTR, Rcode: dns.RcodeRefused},
 		{Qname: "example.net.", Qtype: dns.TypeA, Rcode: dns.RcodeRefused},
 	}
 	for _, tc := range cases {
@@ -53,7 +55,11 @@ func TestParseErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("a.example.org 192.0.2.1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, in := range []string{"onemap", "onemap example.org", "onemap example.org /nonexistent", "onemap example.org " + bad} {
+	badPTR := filepath.Join(t.TempDir(), "badptr")
+	if err := os.WriteFile(badPTR, []byte("1.2.0.192.in-addr.arpa PTR bad..name\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"onemap", "onemap example.org", "onemap example.org /nonexistent", "onemap example.org " + bad, "onemap example.org " + badPTR} {
 		if _, err := parse(caddy.NewTestController("dns", in)); err == nil {
 			t.Errorf("Parse %q: want an error", in)
 		}
