@@ -26,7 +26,7 @@ func TestBGPPasswordFile(t *testing.T) {
 	const asn = 64513
 	l := lab.New(t, lab.Config{Prefix: "bgpmd5", Nodes: 1, Routed: true, TeardownGrace: time.Second})
 	n := l.Nodes()[0]
-	tor, err := l.StartFRR(lab.ToRConfig{ASN: bgpToRASN, Peers: []lab.ToRPeer{{Addr: n.IPv4, ASN: asn, Password: pw}}})
+	tor, err := l.StartFRR(lab.ToRConfig{ASN: bgpToRASN, VIPs: bgpVIPPrefixes, Peers: []lab.ToRPeer{{Addr: n.IPv4, ASN: asn, Password: pw}}})
 	if err != nil {
 		t.Fatalf("FRR: %v", err)
 	}

@@ -45,6 +45,8 @@ var (
 	bgpIngressVIP = netip.MustParseAddr("10.91.100.2")
 	// bgpVIP6 is announced over the IPv6 sessions of the embedded speakers.
 	bgpVIP6 = netip.MustParseAddr("fd00:91:100::1")
+	// bgpVIPPrefixes hold the VIPs: the ToR accepts host routes in them only.
+	bgpVIPPrefixes = []netip.Prefix{netip.MustParsePrefix("10.91.100.0/24"), netip.MustParsePrefix("fd00:91:100::/64")}
 )
 
 type bgpNode struct {
@@ -79,7 +81,7 @@ func startBGPLab(t *testing.T, tor string, tableNode int, kube bool) *bgpLab {
 	fakeapi := vrrpBuildFakeAPI(t)
 	l := lab.New(t, lab.Config{Prefix: "bgp" + tor, Nodes: 3, Client: true, Routed: true, TeardownGrace: 2 * time.Second})
 	b := &bgpLab{t: t, lab: l, fakeapi: fakeapi}
-	cfg := lab.ToRConfig{ASN: bgpToRASN, BFD: true}
+	cfg := lab.ToRConfig{ASN: bgpToRASN, BFD: true, VIPs: bgpVIPPrefixes}
 	base := t.TempDir()
 	for i, n := range l.Nodes() {
 		bn := &bgpNode{n: n, dir: filepath.Join(base, n.Name), asn: uint32(64513 + i), table: i == tableNode}

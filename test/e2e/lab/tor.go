@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +16,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/infradns/infradns/internal/tor"
 )
 
 // ToRConfig is the BGP side of a routed lab's switch namespace: it peers
 // with the nodes and installs what they announce as (ECMP) kernel routes.
+// The configuration is internal/tor's, the one the operator guide prints,
+// with the lab's faster session timers.
 type ToRConfig struct {
 	// ASN is the ToR's own AS number.
 	ASN   uint32
@@ -28,8 +33,12 @@ type ToRConfig struct {
 	BFD           bool
 	BFDInterval   time.Duration
 	BFDMultiplier int
-	// HoldTime and Keepalive default to 3 s and 1 s.
+	// HoldTime and Keepalive default to 3 s and 1 s (the lab's nodes set
+	// the same), the connect retry to 1 s.
 	HoldTime, Keepalive time.Duration
+	// VIPs: only host routes inside these prefixes are accepted, as the
+	// guide configures it; empty, every route.
+	VIPs []netip.Prefix
 }
 
 // ToRPeer is one node session.
@@ -39,20 +48,23 @@ type ToRPeer struct {
 	Password string
 }
 
-func (c ToRConfig) withDefaults() ToRConfig {
-	if c.BFDInterval == 0 {
-		c.BFDInterval = 100 * time.Millisecond
+// config is the ToR's configuration for internal/tor.
+func (c ToRConfig) config() tor.Config {
+	tc := tor.Config{
+		ASN:           c.ASN,
+		RouterID:      netip.MustParseAddr("10.91.255.1"),
+		BFD:           c.BFD,
+		BFDInterval:   c.BFDInterval,
+		BFDMultiplier: c.BFDMultiplier,
+		HoldTime:      cmp.Or(c.HoldTime, 3*time.Second),
+		Keepalive:     cmp.Or(c.Keepalive, time.Second),
+		ConnectRetry:  time.Second,
+		VIPs:          c.VIPs,
 	}
-	if c.BFDMultiplier == 0 {
-		c.BFDMultiplier = 3
+	for _, p := range c.Peers {
+		tc.Peers = append(tc.Peers, tor.Peer{Addr: p.Addr, ASN: p.ASN, Password: p.Password})
 	}
-	if c.HoldTime == 0 {
-		c.HoldTime = 3 * time.Second
-	}
-	if c.Keepalive == 0 {
-		c.Keepalive = time.Second
-	}
-	return c
+	return tc
 }
 
 // ToR is a BGP daemon (FRR or BIRD) in one of the lab's namespaces.
@@ -69,42 +81,9 @@ func (t *ToR) Kind() string { return t.kind }
 // frrDaemons are the FRR daemons a speaker needs.
 var frrDaemons = []string{"zebra", "bfdd", "bgpd", "staticd"}
 
-// StartFRR starts FRR 8.4 as the ToR. The configuration is the one the lab
-// notes measured: inline multipath routes (zebra's kernel nexthop groups
-// lose a member after a link flap in 8.4), no eBGP policy requirement,
-// multipath over peers of different ASNs.
+// StartFRR starts FRR 8.4 as the ToR with internal/tor's configuration.
 func (l *Lab) StartFRR(cfg ToRConfig) (*ToR, error) {
-	cfg = cfg.withDefaults()
-	var b strings.Builder
-	b.WriteString("frr defaults datacenter\nno zebra nexthop kernel enable\n")
-	if cfg.BFD {
-		fmt.Fprintf(&b, "bfd\n profile fast\n  transmit-interval %d\n  receive-interval %d\n  detect-multiplier %d\n exit\nexit\n",
-			cfg.BFDInterval.Milliseconds(), cfg.BFDInterval.Milliseconds(), cfg.BFDMultiplier)
-	}
-	fmt.Fprintf(&b, "router bgp %d\n bgp router-id 10.91.255.1\n no bgp ebgp-requires-policy\n bgp bestpath as-path multipath-relax\n", cfg.ASN)
-	for _, p := range cfg.Peers {
-		fmt.Fprintf(&b, " neighbor %s remote-as %d\n neighbor %s timers %d %d\n neighbor %s timers connect 1\n",
-			p.Addr, p.ASN, p.Addr, int(cfg.Keepalive.Seconds()), int(cfg.HoldTime.Seconds()), p.Addr)
-		if p.Password != "" {
-			fmt.Fprintf(&b, " neighbor %s password %s\n", p.Addr, p.Password)
-		}
-		if cfg.BFD {
-			fmt.Fprintf(&b, " neighbor %s bfd profile fast\n", p.Addr)
-		}
-	}
-	for _, fam := range []string{"ipv4", "ipv6"} {
-		fmt.Fprintf(&b, " address-family %s unicast\n  maximum-paths 8\n", fam)
-		for _, p := range cfg.Peers {
-			if (fam == "ipv6") == p.Addr.Is6() {
-				fmt.Fprintf(&b, "  neighbor %s activate\n", p.Addr)
-			} else {
-				fmt.Fprintf(&b, "  no neighbor %s activate\n", p.Addr)
-			}
-		}
-		b.WriteString(" exit-address-family\n")
-	}
-	b.WriteString("exit\n")
-	return l.startFRR(l.sw, b.String())
+	return l.startFRR(l.sw, tor.FRR(cfg.config()))
 }
 
 // StartFRR runs FRR in the node's namespace with conf (an integrated
@@ -181,38 +160,15 @@ func (l *Lab) startFRR(ns, conf string) (*ToR, error) {
 	return t, nil
 }
 
-// StartBIRD starts BIRD 2 as the ToR: one BGP protocol per node, and the
-// kernel protocols merging equal routes into ECMP routes.
+// StartBIRD starts BIRD 2 as the ToR with internal/tor's configuration:
+// one BGP protocol per node, and the kernel protocols merging equal routes
+// into ECMP routes.
 func (l *Lab) StartBIRD(cfg ToRConfig) (*ToR, error) {
-	cfg = cfg.withDefaults()
 	if _, err := exec.LookPath("bird"); err != nil {
 		return nil, fmt.Errorf("BIRD is not installed (Debian package bird2; make deps): %w", err)
 	}
 	var b strings.Builder
-	b.WriteString("router id 10.91.255.1;\nprotocol device { }\n")
-	for _, fam := range []string{"ipv4", "ipv6"} {
-		fmt.Fprintf(&b, "protocol kernel { %s { import none; export all; }; merge paths on; }\n", fam)
-	}
-	if cfg.BFD {
-		fmt.Fprintf(&b, "protocol bfd { interface \"*\" { min rx interval %d ms; min tx interval %d ms; multiplier %d; }; }\n",
-			cfg.BFDInterval.Milliseconds(), cfg.BFDInterval.Milliseconds(), cfg.BFDMultiplier)
-	}
-	for i, p := range cfg.Peers {
-		fam := "ipv4"
-		if p.Addr.Is6() {
-			fam = "ipv6"
-		}
-		fmt.Fprintf(&b, "protocol bgp peer%d {\n  neighbor %s as %d; local as %d;\n", i, p.Addr, p.ASN, cfg.ASN)
-		fmt.Fprintf(&b, "  hold time %d; keepalive time %d; connect retry time 1; connect delay time 1; error wait time 1, 5;\n",
-			int(cfg.HoldTime.Seconds()), int(cfg.Keepalive.Seconds()))
-		if p.Password != "" {
-			fmt.Fprintf(&b, "  password %q;\n", p.Password)
-		}
-		if cfg.BFD {
-			b.WriteString("  bfd on;\n")
-		}
-		fmt.Fprintf(&b, "  %s { import all; export none; };\n}\n", fam)
-	}
+	b.WriteString(tor.BIRD(cfg.config()))
 	dir, err := os.MkdirTemp("", l.sw+"-bird-")
 	if err != nil {
 		return nil, err
