@@ -612,7 +612,7 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
   echo "- Queries a–d: $summary ($(sort -u "$work/queries.vips.txt" | wc -l) distinct name/type pairs): 10 % api/api-int A+AAAA, 80 % \`*.apps\` (3000 names, 1 in 5 AAAA), 10 % NXDOMAIN in the cluster domain; shuffled, fixed seed (test/bench/genqueries)."
   echo "- Queries e–f: $((nodes * 2 + nx_nodes)) (each of the $nodes nodes A and AAAA, $nx_nodes unknown names → NXDOMAIN), shuffled. e hears the nodes from test/bench/mdnsflood over IPv4 multicast on lo (one round of announcements before each run); f reads the same nodes from a hosts file."
   echo "- Queries r–u: $((nodes * 2 + 4 + nx_ptr)) PTR (each node's IPv4 and IPv6 address, the 4 VIPs, $nx_ptr unknown addresses of 10.128.0.0/16 → NXDOMAIN), shuffled. r hears the nodes over mDNS as e does; t and u read the same records from files."
-  echo "- Median of $runs runs of $secs s per row, runs interleaved (a b c … a b c …); every run's response codes checked (no SERVFAIL; NXDOMAIN share as in the query file; whoami answers all NOERROR)."
+  echo "- Median of $runs runs of $secs s per row, runs interleaved (a b c … a b c …); a ratio is the median over the rounds of the two rows' ratio in the same round; every run's response codes checked (no SERVFAIL; NXDOMAIN share as in the query file; whoami answers all NOERROR)."
   echo "- Saturated: latency is mostly dnsperf's queue (≈ in flight / qps); compare qps. Peak RSS is the server's VmHWM after the run."
   echo
   echo "- Two-core rows: the server gets \`GOMAXPROCS=2 taskset -c $server_cpu,$client_cpu\` and listens on two sockets (\`multisocket\`: one per GOMAXPROCS, SO_REUSEPORT), and dnsperf runs on the same two CPUs: the load generator takes part of the second core. \"server cores\" is the server's user + system CPU time over the run's length (/proc/PID/stat)."
@@ -633,16 +633,22 @@ col() { awk -v c="$1" '{ print $c }' "$2" | median; }
       "$(awk -v l="$(col 2 "$f")" 'BEGIN { print l * 1000 }')" \
       "$(awk -v k="$(col 3 "$f")" 'BEGIN { print k / 1024 }')" "${cores_med[$id.$cache.$cores]}"
   done
-  # ratio X Y prints " | X/Y" of the medians, or " | –" when a row did not run.
+  # ratio X Y prints " | X/Y", the median over the rounds of the two rows'
+  # qps in the same round, or " | –" when a row did not run. Rows of one
+  # round run a few seconds apart, so a slow spell of the host (every row of
+  # a round 30-40 % down, seen here) divides out; a ratio of the two
+  # medians would pair a fast run with a slow one.
   ratio() {
-    if [ -n "${qps_med[$1]:-}" ] && [ -n "${qps_med[$2]:-}" ]; then
-      awk -v x="${qps_med[$1]}" -v y="${qps_med[$2]}" 'BEGIN { printf " | %.2f", x / y }'
+    local fx=$work/result.$1 fy=$work/result.$2
+    if [ -f "$fx" ] && [ -f "$fy" ]; then
+      paste -d' ' <(awk '{ print $1 }' "$fx") <(awk '{ print $1 }' "$fy") |
+        awk '{ print $1 / $2 }' | median | awk '{ printf " | %.2f", $1 }'
     else
       printf ' | –'
     fi
   }
   echo
-  echo "## Ratios (qps medians, one core)"
+  echo "## Ratios (one core; per round, the median of the rounds)"
   echo
   echo "| ratio | no cache | cache 30 | target |"
   echo "|---|---:|---:|---|"
