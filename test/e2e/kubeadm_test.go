@@ -481,8 +481,8 @@ nodeRegistration:
 			if out, err := n1.sh(ctx, bins, guide.workerID); err != nil {
 				t.Fatalf("the guide's worker identity step on %s: %v\n%s", n1.n.Name, err, out)
 			}
-			for from, to := range map[string]string{"/etc/kubernetes/infradns-worker/kubeconfig": "/etc/kubernetes/infradns/kubeconfig",
-				"/etc/kubernetes/infradns-dns/kubeconfig": "/etc/kubernetes/infradns-dns/kubeconfig"} {
+			for from, to := range map[string]string{"/etc/kubernetes/infradns-worker/kubeconfig": "/etc/kubernetes/infradns/kubeconfig.new",
+				"/etc/kubernetes/infradns-dns/kubeconfig": "/etc/kubernetes/infradns-dns/kubeconfig.new"} {
 				writeFile(t, k.path(to), string(mustRead(t, n1.path(from))))
 			}
 			if out, err := k.sh(ctx, bins, guide.workerBlock); err != nil {
