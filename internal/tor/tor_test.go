@@ -24,12 +24,34 @@ var lab = Config{
 	VIPs:         []netip.Prefix{netip.MustParsePrefix("10.91.100.0/24"), netip.MustParsePrefix("10.91.101.7/32"), netip.MustParsePrefix("fd00:91:100::/64")},
 }
 
+// renderCase is a rendered configuration's lines: all of want, none of not.
+type renderCase struct {
+	name      string
+	cfg       Config
+	want, not []string
+}
+
+func runRender(t *testing.T, render func(Config) string, cases []renderCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := render(tc.cfg)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Want %q in\n%s", w, got)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("Want no %q in\n%s", n, got)
+				}
+			}
+		})
+	}
+}
+
 func TestFRR(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		cfg       Config
-		want, not []string
-	}{
+	runRender(t, FRR, []renderCase{
 		{"guide", Example, []string{
 			"frr defaults datacenter\nno zebra nexthop kernel enable\n",
 			"bfd\n profile fast\n  transmit-interval 100\n  receive-interval 100\n  detect-multiplier 3\n",
@@ -53,29 +75,11 @@ func TestFRR(t *testing.T) {
 		{"no VIPs: every route, which eBGP needs a policy for", Config{ASN: 1, Peers: []Peer{{Addr: netip.MustParseAddr("192.0.2.1"), ASN: 2}}}, []string{
 			" no bgp ebgp-requires-policy\n",
 		}, []string{"route-map", "prefix-list", "bfd"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := FRR(tc.cfg)
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("Want %q in\n%s", w, got)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(got, n) {
-					t.Errorf("Want no %q in\n%s", n, got)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestBIRD(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		cfg       Config
-		want, not []string
-	}{
+	runRender(t, BIRD, []renderCase{
 		{"guide", Example, []string{
 			"protocol kernel { ipv4 { import none; export all; }; merge paths on; }\n",
 			"protocol bfd { interface \"*\" { min rx interval 100 ms; min tx interval 100 ms; multiplier 3; }; }\n",
@@ -94,21 +98,7 @@ func TestBIRD(t *testing.T) {
 		{"VIPs of the other family only", Config{ASN: 1, Peers: []Peer{{Addr: netip.MustParseAddr("192.0.2.1"), ASN: 2}}, VIPs: []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")}}, []string{
 			"  ipv4 { import none; export none; };\n",
 		}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := BIRD(tc.cfg)
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("Want %q in\n%s", w, got)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(got, n) {
-					t.Errorf("Want no %q in\n%s", n, got)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestCheck(t *testing.T) {
