@@ -57,6 +57,10 @@ type TrackFile struct {
 	// steps the group down; keepalived resets it to 0 when it starts, so a
 	// step-down never outlives the lbconfig that decided it.
 	Split bool
+	// Boost: the group's holder boost (BoostPath), vrrp.BoostValue while
+	// lbconfig boosts the holder's priority (vrrp.HolderBoost), 0 otherwise;
+	// reset to 0 whenever keepalived starts.
+	Boost bool
 }
 
 // Instance is one keepalived vrrp_instance: one VIP group, one family.
@@ -73,6 +77,8 @@ type Instance struct {
 	// one lbconfig's split-brain check uses to step it down.
 	Track string
 	Split string
+	// Boost names the TrackFile whose value is added to Priority (weight 1).
+	Boost string
 	// AuthPass is set for VRRP version 2 only (v3 has no authentication).
 	AuthPass string
 	// SrcIP and Peers are set in unicast mode.
@@ -175,7 +181,8 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 		}
 		track := TrackFile{Name: spec.Name + "_" + g.Name, Path: TrackPath(m, g.Name), Hold: a.Spread && !a.Home}
 		split := TrackFile{Name: track.Name + "_split", Path: SplitPath(m, g.Name), Split: true}
-		d.TrackFiles = append(d.TrackFiles, track, split)
+		boost := TrackFile{Name: track.Name + "_boost", Path: BoostPath(m, g.Name), Boost: true}
+		d.TrackFiles = append(d.TrackFiles, track, split, boost)
 		for _, vip := range g.VIPs {
 			in := Instance{
 				Name:     InstanceName(spec.Name, g.Name, vip),
@@ -184,6 +191,7 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 				VIPs:     []string{netip.PrefixFrom(vip, vip.BitLen()).String()},
 				Track:    track.Name,
 				Split:    split.Name,
+				Boost:    boost.Name,
 			}
 			if spec.VRRP.Version == 2 {
 				in.AuthPass = authPass(spec.Name, g.Name)
@@ -213,6 +221,12 @@ func InstanceName(clusterName, group string, vip netip.Addr) string {
 // group down (1) or lets keepalived decide (0).
 func SplitPath(m *cluster.Model, group string) string {
 	return filepath.Join(m.Spec().TrackDir, m.Name()+"-"+group+".split")
+}
+
+// BoostPath is the file by which lbconfig raises the priority of a group's
+// holder (vrrp.HolderBoost).
+func BoostPath(m *cluster.Model, group string) string {
+	return filepath.Join(m.Spec().TrackDir, m.Name()+"-"+group+".boost")
 }
 
 // TrackPath is the track file of a VIP group, the one the keepalived

@@ -37,8 +37,8 @@ func (p Plan) check() error {
 		}
 	}
 	for _, in := range p.Instances {
-		if !word.MatchString(in.Name) || !word.MatchString(in.Track) || !word.MatchString(in.Split) {
-			return bad("instance", in.Name+" "+in.Track+" "+in.Split)
+		if !word.MatchString(in.Name) || !word.MatchString(in.Track) || !word.MatchString(in.Split) || !word.MatchString(in.Boost) {
+			return bad("instance", in.Name+" "+in.Track+" "+in.Split+" "+in.Boost)
 		}
 		if in.AuthPass != "" && !word.MatchString(in.AuthPass) {
 			return bad("auth_pass", in.AuthPass)

@@ -30,6 +30,9 @@ type Drainer struct {
 	// Failed, when set, is told about each copy that could not be made or
 	// removed.
 	Failed func(netip.Prefix, error)
+	// Changed, when set, is told after each address event on Interface
+	// (the holder boost looks at once).
+	Changed func()
 }
 
 // Run watches until ctx ends, then removes the copies it still holds.
@@ -151,6 +154,9 @@ func (d *Drainer) Run(ctx context.Context) error {
 				held(p)
 			} else {
 				released(p)
+			}
+			if d.Changed != nil {
+				d.Changed()
 			}
 		}
 	}

@@ -16,6 +16,7 @@ type Drainer struct {
 	Drain     time.Duration
 	Kept      func(netip.Prefix)
 	Failed    func(netip.Prefix, error)
+	Changed   func()
 }
 
 // Run fails off Linux.

@@ -254,12 +254,15 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		if r := l.reload[lb.Keepalived]; r.method == "pidfile" {
 			defer l.startVIPChecker(ctx, ctl.Model, r.path, heard)()
 		}
-		defer l.startDrainer(ctx, ctl.Model)()
 		sc := newSplitCheck(ctl.Model, heard)
+		hb := newHolderBoost(ctl.Model, heard)
+		defer l.startDrainer(ctx, ctl.Model, hb.changed)()
 		defer sc.run(ctx)()
+		defer hb.run(ctx)()
 		gate := ctl.Gate
 		ctl.Gate = func(k lb.Kind, p lb.Plan) error {
 			sc.update(p)
+			hb.update(ctl.Model, p)
 			if gate == nil {
 				return nil
 			}
@@ -398,10 +401,11 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 
 // startDrainer keeps each VIP keepalived releases on lo for a second (see
 // vrrp.Drainer); the returned func waits for it to stop.
-func (l *LBConfig) startDrainer(ctx context.Context, m *cluster.Model) (wait func()) {
+func (l *LBConfig) startDrainer(ctx context.Context, m *cluster.Model, changed func()) (wait func()) {
 	d := &vrrp.Drainer{
 		Interface: m.Interface(),
 		VIPs:      m.VIPs(),
+		Changed:   changed,
 		Kept: func(p netip.Prefix) {
 			log.Infof("%s left %s: kept on lo for %s so clients that still send here are served", p, m.Interface(), vrrp.DefaultDrain)
 		},

@@ -56,8 +56,10 @@ type liveness struct {
 }
 
 type liveState struct {
-	val     vrrp.Liveness
-	at      time.Time
+	val vrrp.Liveness
+	at  time.Time
+	// started is when the probe that said val began (the caller's clock).
+	started time.Time
 	running bool
 }
 
@@ -66,9 +68,19 @@ func newLiveness() *liveness {
 }
 
 // get returns what the last probe of peer's endpoint (healthURL with the
-// peer as host) said, LiveUnknown before the first, and starts a new one
-// when that answer is older than liveFresh.
+// peer as host) said if it began within liveFresh, else LiveUnknown, and
+// starts a new probe when that answer is older. An older answer is not
+// returned while the new probe runs: a Live from before a pause made a
+// backup step down for the paused keeper (lab: a probe from the previous
+// contest, 2 s before).
 func (l *liveness) get(ctx context.Context, healthURL string, peer netip.Addr, now time.Time) vrrp.Liveness {
+	return l.after(ctx, healthURL, peer, now, now.Add(-liveFresh))
+}
+
+// after is get counting only probes begun at or after since (LiveUnknown
+// until one answers): an answer from before a peer stopped says nothing
+// about it now.
+func (l *liveness) after(ctx context.Context, healthURL string, peer netip.Addr, now, since time.Time) vrrp.Liveness {
 	hostport, path, ok := peerEndpoint(healthURL, peer)
 	if !ok {
 		return vrrp.Live
@@ -80,14 +92,17 @@ func (l *liveness) get(ctx context.Context, healthURL string, peer netip.Addr, n
 		st = &liveState{}
 		l.states[hostport+path] = st
 	}
-	if !st.running && now.Sub(st.at) >= liveFresh {
+	if !st.running && (now.Sub(st.at) >= liveFresh || st.started.Before(since)) {
 		st.running = true
 		go func() {
 			v := l.probe(ctx, hostport, path)
 			l.mu.Lock()
-			st.val, st.at, st.running = v, time.Now(), false
+			st.val, st.at, st.started, st.running = v, time.Now(), now, false
 			l.mu.Unlock()
 		}()
+	}
+	if st.started.Before(since) {
+		return vrrp.LiveUnknown
 	}
 	return st.val
 }

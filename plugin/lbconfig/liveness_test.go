@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,5 +112,54 @@ func TestLivenessAsync(t *testing.T) {
 	}
 	if got := l.get(context.Background(), "none", peer, now); got != vrrp.Live {
 		t.Errorf("no endpoint: %v, want Live", got)
+	}
+}
+
+// TestLivenessAfter: an answer from a probe begun before `since` does not
+// count (LiveUnknown), and a new probe is started at once for it.
+func TestLivenessAfter(t *testing.T) {
+	var dead atomic.Bool
+	l := newLiveness()
+	l.probe = func(context.Context, string, string) vrrp.Liveness {
+		if dead.Load() {
+			return vrrp.Dead
+		}
+		return vrrp.Live
+	}
+	peer := netip.MustParseAddr("198.51.100.12")
+	const u = "http://127.0.0.1:9454/haproxy_ready"
+	ctx := context.Background()
+	t0 := time.Now()
+	wait := func(now, since time.Time, want vrrp.Liveness) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for l.after(ctx, u, peer, now, since) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %v", want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	wait(t0, time.Time{}, vrrp.Live)
+	// The peer stops 100 ms later: within liveFresh, get still says Live
+	// from the old probe; after() the stop does not.
+	dead.Store(true)
+	t1 := t0.Add(100 * time.Millisecond)
+	if got := l.get(ctx, u, peer, t1); got != vrrp.Live {
+		t.Fatalf("get within liveFresh = %v, want the old Live", got)
+	}
+	if got := l.after(ctx, u, peer, t1, t1); got != vrrp.LiveUnknown && got != vrrp.Dead {
+		t.Fatalf("after(t1) = %v, want LiveUnknown (or Dead once the new probe answered)", got)
+	}
+	wait(t1, t1, vrrp.Dead)
+
+	// get: an answer older than liveFresh is not given while the next
+	// probe runs (a Live from before a pause made a backup step down).
+	dead.Store(false)
+	t2 := t1.Add(2 * time.Second)
+	wait(t2, t2, vrrp.Live)
+	dead.Store(true)
+	if got := l.get(ctx, u, peer, t2.Add(1500*time.Millisecond)); got == vrrp.Live {
+		t.Fatalf("get 1.5 s after the last probe = Live, want LiveUnknown until the new probe answers")
 	}
 }

@@ -73,6 +73,12 @@ var (
 		Name:      "vrrp_stepped_down",
 		Help:      "Whether the split-brain check holds the group in FAULT (1) or not (0), by group.",
 	}, []string{"group"})
+	holderBoosted = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "vrrp_holder_boosted",
+		Help:      "Whether this node's priority for the group is raised (1) because it took the group over and the holder it replaced may come back (a paused node), or not (0), by group.",
+	}, []string{"group"})
 	staleVIPsRemoved = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

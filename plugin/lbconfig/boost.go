@@ -1,0 +1,153 @@
+package lbconfig
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/infradns/infradns/internal/atomicfile"
+	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/lb"
+	"github.com/infradns/infradns/internal/vrrp"
+)
+
+// boostInterval is how often a boosted group is looked at to end its boost;
+// a takeover is seen at once, from the address event.
+const boostInterval = 200 * time.Millisecond
+
+// holderBoost raises the priority of each group this node takes over for as
+// long as the holder it replaced may come back (vrrp.HolderBoost), through
+// the group's boost file.
+type holderBoost struct {
+	iface   string
+	silence time.Duration // vrrp.HolderBoost's Silence
+	heard   *vrrp.Heard   // nil: no listener, no other router heard
+	live    *liveness
+	wake    chan struct{}
+
+	mu     sync.Mutex
+	groups []boostGroup
+}
+
+type boostGroup struct {
+	name, path string
+	health     string
+	vips       []netip.Addr
+	peers      []netip.Addr
+}
+
+// Its probes are its own: the split-brain check must not act on an answer
+// the boost asked for before the peer stopped.
+func newHolderBoost(m *cluster.Model, heard *vrrp.Heard) *holderBoost {
+	for _, g := range m.Groups() {
+		if len(g.VIPs) > 0 {
+			holderBoosted.WithLabelValues(g.Name)
+		}
+	}
+	return &holderBoost{iface: m.Interface(), silence: 2 * m.Spec().VRRP.AdvertInterval, heard: heard, live: newLiveness(), wake: make(chan struct{}, 1)}
+}
+
+// update takes the groups of a new plan: those with a boost file.
+func (hb *holderBoost) update(m *cluster.Model, p lb.Plan) {
+	var gs []boostGroup
+	for _, g := range p.Groups {
+		path := lb.BoostPath(m, g.Name)
+		if !slices.ContainsFunc(p.TrackFiles, func(t lb.TrackFile) bool { return t.Boost && t.Path == path }) {
+			continue
+		}
+		gs = append(gs, boostGroup{name: g.Name, path: path, health: m.HealthURL(g.Check), vips: unmapped(g.VIPs), peers: unmapped(g.Peers)})
+	}
+	hb.mu.Lock()
+	hb.groups = gs
+	hb.mu.Unlock()
+	hb.changed()
+}
+
+// changed asks for a look now (an address came or went on the interface).
+func (hb *holderBoost) changed() {
+	select {
+	case hb.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run looks until ctx ends; the returned func waits for it.
+func (hb *holderBoost) run(ctx context.Context) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(boostInterval)
+		defer t.Stop()
+		states := map[string]*vrrp.HolderBoost{}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-hb.wake:
+			}
+			hb.look(ctx, states, time.Now())
+		}
+	}()
+	return func() { <-done }
+}
+
+func (hb *holderBoost) look(ctx context.Context, states map[string]*vrrp.HolderBoost, now time.Time) {
+	hb.mu.Lock()
+	groups := hb.groups
+	hb.mu.Unlock()
+	present, err := vrrp.InterfacePrefixes(hb.iface)
+	if err != nil {
+		return // the next look tries again; nothing is boosted on a guess
+	}
+	seen := map[string]bool{}
+	for _, g := range groups {
+		seen[g.name] = true
+		st := states[g.name]
+		if st == nil {
+			st = &vrrp.HolderBoost{Silence: hb.silence}
+			states[g.name] = st
+		}
+		was := st.On()
+		in := vrrp.BoostInput{
+			Held: slices.ContainsFunc(g.vips, func(v netip.Addr) bool {
+				return slices.ContainsFunc(present, func(p netip.Prefix) bool { return p.Addr() == v })
+			}),
+			HeardSince: func(since time.Time) bool {
+				return hb.heard != nil && slices.ContainsFunc(g.vips, func(v netip.Addr) bool { return hb.heard.Since(v, since) })
+			},
+			PeerPaused: func() bool {
+				return slices.ContainsFunc(g.peers, func(p netip.Addr) bool {
+					return hb.live.after(ctx, g.health, p, now, st.Since()) != vrrp.Live
+				})
+			},
+		}
+		on := st.Step(in, now)
+		value := 0
+		if on {
+			value = vrrp.BoostValue
+		}
+		if _, err := atomicfile.WriteIfChanged(g.path, []byte(strconv.Itoa(value)+"\n"), 0o644); err != nil {
+			log.Warningf("holder boost: %v", err)
+		}
+		if on == was {
+			continue
+		}
+		if on {
+			holderBoosted.WithLabelValues(g.name).Set(1)
+			log.Infof("holder boost: %s (%v) taken over here: priority raised to 254 so a paused holder that resumes yields to us", g.name, g.vips)
+		} else {
+			holderBoosted.WithLabelValues(g.name).Set(0)
+			log.Infof("holder boost over: %s: no other holder can come back; base priority again", g.name)
+		}
+	}
+	for name := range states {
+		if !seen[name] {
+			delete(states, name)
+			holderBoosted.WithLabelValues(name).Set(0)
+		}
+	}
+}

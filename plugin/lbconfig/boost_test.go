@@ -1,0 +1,85 @@
+package lbconfig
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/vrrp"
+)
+
+// TestHolderBoostLook runs the boost's looks against a real interface (lo,
+// which holds 127.0.0.1) and its file, with the peer's liveness answered by
+// a stand-in probe: a held group is boosted at once and stays boosted while
+// its peer is paused; once the peer serves again the boost ends; a group
+// whose VIP is not here is never boosted.
+func TestHolderBoostLook(t *testing.T) {
+	dir := t.TempDir()
+	var peerDead atomic.Bool
+	peerDead.Store(true)
+	live := newLiveness()
+	live.probe = func(context.Context, string, string) vrrp.Liveness {
+		if peerDead.Load() {
+			return vrrp.Dead
+		}
+		return vrrp.Live
+	}
+	peer := netip.MustParseAddr("198.51.100.12")
+	const health = "http://127.0.0.1:9454/haproxy_ready"
+	hb := &holderBoost{iface: "lo", live: live, wake: make(chan struct{}, 1)}
+	held := boostGroup{name: "api", path: filepath.Join(dir, "api.boost"), health: health,
+		vips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, peers: []netip.Addr{peer}}
+	other := boostGroup{name: "ingress", path: filepath.Join(dir, "ingress.boost"), health: health,
+		vips: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, peers: []netip.Addr{peer}}
+	hb.groups = []boostGroup{held, other}
+
+	read := func(path string) string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	ctx := context.Background()
+	states := map[string]*vrrp.HolderBoost{}
+	start := time.Now()
+	// waitProbe lets the background probe of the peer answer at now.
+	waitProbe := func(now time.Time, want vrrp.Liveness) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for live.get(ctx, health, peer, now) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("the peer's probe never said %v", want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	steps := []struct {
+		at        time.Duration
+		peerDead  bool
+		api, ingr string
+	}{
+		{0, true, "253", "0"},
+		{3 * time.Second, true, "253", "0"}, // past BoostMin, the peer paused
+		{6 * time.Second, false, "0", "0"},  // it serves again, nobody advertises
+		{10 * time.Second, true, "0", "0"},  // not boosted again while held
+	}
+	for i, s := range steps {
+		now := start.Add(s.at)
+		peerDead.Store(s.peerDead)
+		waitProbe(now, map[bool]vrrp.Liveness{true: vrrp.Dead, false: vrrp.Live}[s.peerDead])
+		hb.look(ctx, states, now)
+		if got := read(held.path); got != s.api {
+			t.Errorf("step %d (%v): held group's boost file %q, want %q", i, s.at, got, s.api)
+		}
+		if got := read(other.path); got != s.ingr {
+			t.Errorf("step %d (%v): the other group's boost file %q, want %q", i, s.at, got, s.ingr)
+		}
+	}
+}
