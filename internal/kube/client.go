@@ -176,6 +176,14 @@ func (l leases) Update(ctx context.Context, lease *coordinationv1.Lease, opts me
 // userAgent in the apiserver's logs and audit. A file it names that is
 // missing outside its directory is reported as such (see checkRefs).
 func FromKubeconfig(path, userAgent string) (Client, error) {
+	rc, err := kubeconfigConfig(path, userAgent)
+	if err != nil {
+		return nil, err
+	}
+	return NewForConfig(rc)
+}
+
+func kubeconfigConfig(path, userAgent string) (*rest.Config, error) {
 	if err := checkRefs(path); err != nil {
 		return nil, err
 	}
@@ -184,5 +192,5 @@ func FromKubeconfig(path, userAgent string) (Client, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	rc.UserAgent = userAgent
-	return NewForConfig(rc)
+	return rc, nil
 }

@@ -316,6 +316,9 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	if client == nil {
 		return // cancelled
 	}
+	if r, ok := client.(*kube.Reloading); ok {
+		wg.Go(func() { r.Run(ctx) })
+	}
 	status.client.Store(&client)
 	watcher := kube.New(client, o)
 	w.Store(watcher)
@@ -495,6 +498,17 @@ func (l *LBConfig) startVIPChecker(ctx context.Context, m *cluster.Model, pidfil
 	return func() { <-done }
 }
 
+// followKubeconfig is the client of the kubeconfig at path, rebuilt when
+// the file or one it names changes (the caller runs it): a pod may read it
+// mid-edit, and its credentials are rotated with no restart.
+func followKubeconfig(path, agent string) (kube.Client, error) {
+	r, err := kube.NewReloading(path, agent, log.Infof, log.Warningf)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // haveAPI says whether an API server can be reached in principle: a
 // kubeconfig option, an in-cluster environment or $KUBECONFIG.
 func (l *LBConfig) haveAPI() bool {
@@ -507,12 +521,13 @@ func (l *LBConfig) client() (kube.Client, error) {
 	}
 	const agent = "infradns-lbconfig"
 	if l.kubeconfig != "" {
-		return kube.FromKubeconfig(l.kubeconfig, agent)
+		return followKubeconfig(l.kubeconfig, agent)
 	}
+	// In a pod, client-go re-reads the service account's token itself.
 	rc, err := rest.InClusterConfig()
 	if errors.Is(err, rest.ErrNotInCluster) {
 		if p := os.Getenv("KUBECONFIG"); p != "" {
-			return kube.FromKubeconfig(p, agent)
+			return followKubeconfig(p, agent)
 		}
 		return nil, nil
 	}

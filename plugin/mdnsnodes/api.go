@@ -143,6 +143,11 @@ func (m *MDNSNodes) watchAPI(ctx context.Context) {
 	if client == nil {
 		return // cancelled
 	}
+	var follow sync.WaitGroup
+	defer follow.Wait()
+	if r, ok := client.(*kube.Reloading); ok {
+		follow.Go(func() { r.Run(ctx) })
+	}
 	// The reflectors' own errors (refused, forbidden) reach no log in this
 	// binary: say at least that the list has not come.
 	slow := time.AfterFunc(firstListWarning, func() {
@@ -178,5 +183,12 @@ func (m *MDNSNodes) client() (kube.Client, error) {
 	if m.newClient != nil {
 		return m.newClient()
 	}
-	return kube.FromKubeconfig(m.kubeconfig, "infradns-mdnsnodes")
+	// Rebuilt when the file or one it names changes (watchAPI runs it): a
+	// pod may read it mid-edit, and its credentials are rotated with no
+	// restart.
+	r, err := kube.NewReloading(m.kubeconfig, "infradns-mdnsnodes", log.Infof, log.Warningf)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
