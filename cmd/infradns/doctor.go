@@ -90,6 +90,10 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 
+	if m, err := cluster.New(f.Spec()); err == nil {
+		add(checkFailover(m.Spec(), readVirtualization(under)))
+	}
+
 	if v.Kubeconfig != "" {
 		add(checkSecretFile("kubeconfig", under(v.Kubeconfig), "chgrp 65532 "+v.Kubeconfig+" && chmod 0640 "+v.Kubeconfig)...)
 		if kc, err := os.ReadFile(under(v.Kubeconfig)); err == nil {

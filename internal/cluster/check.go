@@ -28,6 +28,7 @@ const (
 	KeyAPIServers     = "apiServers"
 	KeyVRRPVersion    = "vrrpVersion"
 	KeyAdvertInterval = "advertInterval"
+	KeyFailover       = "failover"
 	KeyUnicast        = "unicast"
 	KeyTrackDir       = "trackDir"
 	KeyIngressService = "ingressService"
@@ -87,6 +88,9 @@ func (s Spec) check() error {
 		if slices.Contains(s.VIPs(), b.Addr()) {
 			return errorf([]string{KeyAPIServers, vipKey(s, b.Addr())}, "%s is a VIP: an apiserver is a node's own address", b.Addr())
 		}
+	}
+	if s.VRRP.Failover != FailoverFast && s.VRRP.Failover != FailoverStable {
+		return keyErr(KeyFailover, "%q: must be %s or %s", s.VRRP.Failover, FailoverFast, FailoverStable)
 	}
 	if err := CheckTiming(s.VRRP.Version, s.VRRP.AdvertInterval); err != nil {
 		return errorf([]string{KeyVRRPVersion, KeyAdvertInterval}, "%v", err)

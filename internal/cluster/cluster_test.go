@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -78,6 +79,7 @@ func TestNewRefuses(t *testing.T) {
 		{"v2 sub-second", func(s *Spec) { s.VRRP.Version = 2 }, `vrrpVersion, advertInterval: advert interval 60ms: vrrp version 2 needs whole seconds in [1s, 255s]`},
 		{"v3 15ms", func(s *Spec) { s.VRRP.AdvertInterval = 15 * time.Millisecond }, `vrrpVersion, advertInterval: advert interval 15ms: vrrp version 3 needs a multiple of 10ms in [10ms, 40.95s]`},
 		{"version 4", func(s *Spec) { s.VRRP.Version = 4 }, `vrrpVersion, advertInterval: vrrp version 4: must be 2 or 3`},
+		{"unknown failover profile", func(s *Spec) { s.VRRP.Failover = "slow" }, `failover: "slow": must be fast or stable`},
 		{"relative track dir", func(s *Spec) { s.TrackDir = "run/infradns" }, `trackDir: "run/infradns" must be a clean absolute path of letters, digits and ._/+@-`},
 		{"track dir with a quote", func(s *Spec) { s.TrackDir = `/run/"x` }, `trackDir: "/run/\"x" must be a clean absolute path of letters, digits and ._/+@-`},
 		{"track dir with a newline", func(s *Spec) { s.TrackDir = "/run/x\ny" }, `trackDir: "/run/x\ny" must be a clean absolute path of letters, digits and ._/+@-`},
@@ -140,6 +142,39 @@ func TestNewDefaults(t *testing.T) {
 	}
 	if ns, n := m.IngressService(); ns != "openshift-ingress" || n != "router-internal-default" {
 		t.Errorf("Ingress service %s/%s", ns, n)
+	}
+}
+
+// TestFailoverProfiles: a profile sets the advert interval unless one is
+// given; stable's is valid for VRRP version 2 as well.
+func TestFailoverProfiles(t *testing.T) {
+	tests := []struct {
+		failover string
+		version  int
+		advert   time.Duration
+		want     time.Duration
+	}{
+		{"", 3, 0, 60 * time.Millisecond},
+		{"fast", 3, 0, 60 * time.Millisecond},
+		{"stable", 3, 0, time.Second},
+		{"stable", 2, 0, time.Second},
+		{"stable", 3, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"fast", 3, 100 * time.Millisecond, 100 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		s := spec()
+		s.VRRP.Failover, s.VRRP.Version, s.VRRP.AdvertInterval = tc.failover, tc.version, tc.advert
+		m, err := New(s)
+		if err != nil {
+			t.Errorf("%q v%d %v: %v", tc.failover, tc.version, tc.advert, err)
+			continue
+		}
+		if got := m.Spec().VRRP.AdvertInterval; got != tc.want {
+			t.Errorf("%q v%d %v: advert interval %v, want %v", tc.failover, tc.version, tc.advert, got, tc.want)
+		}
+		if want := cmp.Or(tc.failover, FailoverFast); m.Spec().VRRP.Failover != want {
+			t.Errorf("%q: profile %q, want %q", tc.failover, m.Spec().VRRP.Failover, want)
+		}
 	}
 }
 

@@ -55,11 +55,28 @@ type Spec struct {
 type VRRP struct {
 	// Version is 3 (sub-second adverts, no authentication) or 2
 	// (whole-second adverts, PASS authentication as OpenShift sets it).
-	Version        int
+	Version int
+	// Failover is the timer profile: FailoverFast (the default) or
+	// FailoverStable. It sets AdvertInterval when that is not given.
+	Failover       string
 	AdvertInterval time.Duration
 	// Unicast lists peers from Node objects instead of using multicast.
 	Unicast bool
 }
+
+// Failover profiles. fast moves a VIP ~0.17 s after its holder stops; any
+// stop longer than the master-down interval (0.19 s at 60 ms adverts) moves
+// it, a VM stun or live migration included. stable waits ~3 s (1 s
+// adverts): a pause shorter than that moves nothing and costs only the
+// pause itself, for sites that prefer fewer moves to faster ones (VMs that
+// migrate, oversubscribed hosts).
+const (
+	FailoverFast   = "fast"
+	FailoverStable = "stable"
+	// StableAdvertInterval is the stable profile's advert interval; also
+	// valid for VRRP version 2.
+	StableAdvertInterval = time.Second
+)
 
 // RouterIDs are explicit VRRP router IDs: API for the API group, Ingress[i]
 // for ingress group i. 0, or an index past the list, keeps the computed one.
@@ -128,6 +145,10 @@ func (s Spec) withDefaults() Spec {
 		s.StaticBackends[i] = netip.AddrPortFrom(b.Addr().Unmap(), cmp.Or(b.Port(), s.APIPort))
 	}
 	s.VRRP.Version = cmp.Or(s.VRRP.Version, DefaultVRRPVersion)
+	s.VRRP.Failover = cmp.Or(s.VRRP.Failover, FailoverFast)
+	if s.VRRP.Failover == FailoverStable {
+		s.VRRP.AdvertInterval = cmp.Or(s.VRRP.AdvertInterval, StableAdvertInterval)
+	}
 	s.VRRP.AdvertInterval = cmp.Or(s.VRRP.AdvertInterval, DefaultAdvertInterval)
 	s.Mode = cmp.Or(s.Mode, ModeVRRP)
 	if s.Mode == ModeBGP {

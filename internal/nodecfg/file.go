@@ -61,6 +61,8 @@ type File struct {
 	Unicast        bool
 	VRRPVersion    int
 	AdvertInterval time.Duration
+	// Failover is the VRRP timer profile: fast (default) or stable.
+	Failover       string
 	RouterIDs      cluster.RouterIDs
 	APIPort        uint16
 	LBPort         uint16
@@ -129,6 +131,7 @@ var keys = map[string]key{
 	"unicast":          {"true or false", boolean(func(f *File) *bool { return &f.Unicast })},
 	"vrrpVersion":      {"2 or 3", integer(func(f *File) *int { return &f.VRRPVersion })},
 	"advertInterval":   {"a duration such as 100ms", duration(func(f *File) *time.Duration { return &f.AdvertInterval })},
+	"failover":         {"fast or stable", str(func(f *File) *string { return &f.Failover })},
 	"routerIDs":        {"{api: ID, ingress: ID or [ID, ...]}", routerIDs},
 	"apiPort":          {"a port", port(func(f *File) *uint16 { return &f.APIPort })},
 	"lbPort":           {"a port", port(func(f *File) *uint16 { return &f.LBPort })},

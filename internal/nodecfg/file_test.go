@@ -112,6 +112,7 @@ func TestFileRefuses(t *testing.T) {
 		{"lb port the api port", edit(nil, "apiPort: 8443", "lbPort: 8443"), "c.yaml:12: lbPort, apiPort: 8443 is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default 9445)"},
 		{"health port the api port", edit(nil, "lbHealthPort: 6443"), "c.yaml:11: lbHealthPort, apiPort: 6443 is kube-apiserver's port (apiPort) on the control-plane nodes, where haproxy listens too: pick another (default 9454)"},
 		{"lb port a server's port", edit(map[string]string{"apiServers": "apiServers: [198.51.100.11:8443]"}, "lbPort: 8443"), "c.yaml:11: lbPort, apiServers: 8443 is the port of apiserver 198.51.100.11:8443, on the control-plane nodes where haproxy listens too: pick another (default 9445)"},
+		{"unknown failover profile", edit(nil, "failover: slow"), `c.yaml:11: failover: "slow": must be fast or stable`},
 		{"v2 sub-second", edit(nil, "vrrpVersion: 2"), "c.yaml:11: vrrpVersion, advertInterval: advert interval 60ms: vrrp version 2 needs whole seconds in [1s, 255s]"},
 		{"router ids equal", edit(nil, "routerIDs: {api: 7, ingress: 7}"), "c.yaml:11: routerIDs: api and ingress are both 7"},
 		{"bad ingress service", edit(nil, "ingressService: ns/a,b=c"), `c.yaml:11: ingressService: "ns/a,b=c" is not NAMESPACE/NAME (two DNS labels: lower-case letters, digits, inner '-')`},

@@ -244,6 +244,9 @@ func TestRenderOptions(t *testing.T) {
 		{"unicast and timing", func(f *File) {
 			f.Unicast, f.VRRPVersion, f.AdvertInterval = true, 2, time.Second
 		}, LBCorefile, []string{"        unicast\n", "        vrrp-version 2\n", "        advert-interval 1s\n"}},
+		{"stable failover", func(f *File) { f.Failover = "stable" }, LBCorefile, []string{"        failover stable\n"}},
+		{"stable failover on vrrp version 2", func(f *File) { f.Failover, f.VRRPVersion = "stable", 2 }, LBCorefile,
+			[]string{"        failover stable\n", "        vrrp-version 2\n"}},
 		{"router ids and lease", func(f *File) {
 			f.RouterIDs = cluster.RouterIDs{API: 50, Ingress: []uint8{51}}
 			f.lines["routerIDs"] = 1

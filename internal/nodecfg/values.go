@@ -24,6 +24,7 @@ type Values struct {
 	// file's dnsKubeconfig, or lbconfig's kubeconfig when it has none.
 	DNSKubeconfig, DNSKubeconfigDir                        string
 	StatusLease, IngressService, AdvertInterval, RouterIDs string
+	Failover                                               string
 	IngressHealthURL                                       string
 	NodesService                                           string
 	ReverseZones                                           []string // CIDRs
@@ -80,7 +81,7 @@ func (f File) Spec() cluster.Spec {
 		APIVIPs: f.APIVIPs, IngressVIPs: f.IngressVIPs, RouterIDs: f.RouterIDs,
 		APIPort: f.APIPort, LBPort: f.LBPort, HealthPort: f.HealthPort,
 		StaticBackends: f.APIServers,
-		VRRP:           cluster.VRRP{Version: f.VRRPVersion, AdvertInterval: f.AdvertInterval, Unicast: f.Unicast},
+		VRRP:           cluster.VRRP{Version: f.VRRPVersion, Failover: f.Failover, AdvertInterval: f.AdvertInterval, Unicast: f.Unicast},
 		TrackDir:       TrackDir,
 		IngressService: f.IngressService,
 		Health:         f.health(),
@@ -214,6 +215,7 @@ func (f File) Values() (Values, error) {
 	if f.AdvertInterval != 0 {
 		v.AdvertInterval = f.AdvertInterval.String()
 	}
+	v.Failover = f.Failover
 	for _, check := range []func(*Values) error{f.image, f.apiAccess, f.bgpPasswordFiles, f.mdnsKey, f.upstreams, f.listen, f.resolver, f.namespaces, f.ports, f.metrics} {
 		if err := check(&v); err != nil {
 			return Values{}, err

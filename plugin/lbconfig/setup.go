@@ -70,6 +70,7 @@ var optionOf = map[string]string{
 	cluster.KeyAPIServers:     "backends",
 	cluster.KeyVRRPVersion:    "vrrp-version",
 	cluster.KeyAdvertInterval: "advert-interval",
+	cluster.KeyFailover:       "failover",
 	cluster.KeyUnicast:        "unicast",
 	cluster.KeyTrackDir:       "track-dir",
 	cluster.KeyIngressService: "ingress-service",
@@ -370,6 +371,12 @@ func (p *parsing) option() error {
 		default:
 			return c.Errf("vrrp-version must be 2 or 3: %q", v)
 		}
+	case "failover":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		p.spec.VRRP.Failover = v
 	case "advert-interval":
 		v, err := one()
 		if err != nil {

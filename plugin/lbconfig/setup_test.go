@@ -127,6 +127,12 @@ func TestParse(t *testing.T) {
 				}
 			}},
 		{name: "reload and health-check once per kind", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nreload keepalived none\nreload haproxy none\nhealth-check api none\nhealth-check ingress none\n}"},
+		{name: "stable failover", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nfailover stable\n}",
+			check: func(t *testing.T, l *LBConfig) {
+				if v := l.model.Spec().VRRP; v.Failover != cluster.FailoverStable || v.AdvertInterval != time.Second {
+					t.Errorf("VRRP = %+v, want the stable profile's 1s adverts", v)
+				}
+			}},
 		{name: "v2 with whole seconds", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\nvrrp-version 2\nadvert-interval 1s\n}"},
 		{name: "three ingress vips per family", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /x\ningress-vip 192.0.2.10 192.0.2.11 192.0.2.12 2001:db8::10\nrouter-ids 0 0 40\n}",
 			check: func(t *testing.T, l *LBConfig) {
@@ -195,6 +201,7 @@ func TestParseRefuses(t *testing.T) {
 		{"same ports", block("lb-port 9454"), at + "lb-port, health-port: both are 9454: haproxy needs two ports"},
 		{"v2 sub-second", block("vrrp-version 2"), at + "vrrp-version, advert-interval: advert interval 60ms: vrrp version 2 needs whole seconds in [1s, 255s]"},
 		{"v3 odd interval", block("advert-interval 15ms"), at + "vrrp-version, advert-interval: advert interval 15ms: vrrp version 3 needs a multiple of 10ms in [10ms, 40.95s]"},
+		{"unknown failover profile", block("failover slow"), at + "failover: \"slow\": must be fast or stable"},
 		{"vrrp 4", block("vrrp-version 4"), at + "vrrp-version must be 2 or 3: \"4\""},
 		{"bad duration", block("advert-interval fast"), at + "invalid advert-interval \"fast\": time: invalid duration \"fast\""},
 		{"router-ids equal", block("router-ids 7 7"), at + "router-ids: api and ingress are both 7"},

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/test/e2e/lab"
 )
 
@@ -79,17 +80,7 @@ func TestVRRPPausedHolder(t *testing.T) {
 	for round, pause := range pauses {
 		vn := v.nodes[holder]
 		steppedBefore, mastersBefore := stepDowns(), masters()
-		procs := []*lab.Process{vn.keepalived, vn.haproxy, vn.coredns, vn.api}
-		signal := func(sig syscall.Signal) {
-			t.Helper()
-			for _, p := range procs {
-				// Each is its own process group: keepalived's VRRP child and
-				// haproxy's workers stop with them.
-				if err := syscall.Kill(-p.Pid(), sig); err != nil {
-					t.Fatalf("%v to %s's process group %d: %v", sig, vn.n.Name, p.Pid(), err)
-				}
-			}
-		}
+		signal := v.stunner(holder)
 		t0 := time.Now()
 		signal(syscall.SIGSTOP)
 		stunned := true
@@ -149,4 +140,74 @@ func TestVRRPPausedHolder(t *testing.T) {
 	slices.Sort(moves)
 	t.Logf("measure: pauses of %v: client steady after %d/%d/%d ms (min/median/max); VIP moves per pause %d/%d/%d",
 		pauses, outages[0], outages[len(outages)/2], outages[len(outages)-1], moves[0], moves[len(moves)/2], moves[len(moves)-1])
+}
+
+// stunner returns what sends a signal to node i's keepalived, haproxy,
+// lbconfig and apiserver, as a VM stun stops them all (SIGSTOP, SIGCONT).
+func (v *vrrpLab) stunner(i int) func(syscall.Signal) {
+	vn := v.nodes[i]
+	procs := []*lab.Process{vn.keepalived, vn.haproxy, vn.coredns, vn.api}
+	return func(sig syscall.Signal) {
+		v.t.Helper()
+		for _, p := range procs {
+			// Each is its own process group: keepalived's VRRP child and
+			// haproxy's workers stop with them.
+			if err := syscall.Kill(-p.Pid(), sig); err != nil {
+				v.t.Fatalf("%v to %s's process group %d: %v", sig, vn.n.Name, p.Pid(), err)
+			}
+		}
+	}
+}
+
+// TestVRRPStableProfile runs the lab with lbconfig's stable failover
+// profile (failover stable: 1 s adverts, a master-down interval of ~3.2 s)
+// for sites that prefer fewer moves to faster ones: a 1.5 s stun of the
+// holder (a VM live migration's) moves nothing, the clients wait out the
+// pause; a crash still moves the VIP, after the longer interval. The
+// figures are logged for the lbconfig README's table of profiles.
+func TestVRRPStableProfile(t *testing.T) {
+	v := startVRRPLabWith(t, vrrpStatic, vrrpLabConfig{nodes: 3, failover: cluster.FailoverStable})
+	holder := v.waitSettled("start")
+	const pause = 1500 * time.Millisecond
+	before := v.transitions()
+	signal := v.stunner(holder)
+	t0 := time.Now()
+	signal(syscall.SIGSTOP)
+	stunned := true
+	defer func() {
+		if stunned {
+			signal(syscall.SIGCONT)
+		}
+	}()
+	// Sampled through the pause and a second after it: only the stunned
+	// node ever holds the VIP.
+	var others []string
+	for time.Since(t0) < pause+time.Second {
+		if stunned && time.Since(t0) >= pause {
+			signal(syscall.SIGCONT)
+			stunned = false
+		}
+		hs, err := v.holders()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(hs, []int{holder}) {
+			others = append(others, fmt.Sprintf("%v: %s", time.Since(t0).Round(time.Millisecond), v.names(hs)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(others) > 0 {
+		t.Errorf("a %v stun of %s moved the VIP with the stable profile: %v", pause, v.nodes[holder].n.Name, others)
+	}
+	if n := v.transitions() - before; n != 0 {
+		t.Errorf("%d VRRP state changes for a %v stun with the stable profile, want 0", n, pause)
+	}
+	st := v.waitClient("client served after the stun", t0)
+	t.Logf("stable: %s stunned %v: VIP kept, %d state changes; client: %d of %d requests failed, steady after %d ms",
+		v.nodes[holder].n.Name, pause, v.transitions()-before, st.failed, st.requests, vrrpMS(st.outage))
+	if h := v.waitSettled("after the stun"); h != holder {
+		t.Errorf("after the stun %s holds the VIP, want %s", v.nodes[h].n.Name, v.nodes[holder].n.Name)
+	}
+	r := v.crashHolder(holder)
+	v.logCrash("stable: crash", r)
 }

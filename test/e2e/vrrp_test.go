@@ -154,6 +154,9 @@ type vrrpLabConfig struct {
 	nodes     int
 	dualStack bool
 	probe     netip.Addr
+	// failover is lbconfig's failover profile; set, it chooses the advert
+	// interval ($INFRADNS_ADVERT is not used).
+	failover string
 }
 
 // startVRRPLabWith is startVRRPLab for another shape of lab.
@@ -165,6 +168,10 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
 		}
 	}
 	advert := vrrpAdvert(t)
+	timing := "advert-interval " + advert.String()
+	if cfg.failover == cluster.FailoverStable {
+		advert, timing = cluster.StableAdvertInterval, "failover "+cfg.failover
+	}
 	fakeapi := vrrpBuildFakeAPI(t)
 
 	l := lab.New(t, lab.Config{Prefix: "vrrp", Nodes: cfg.nodes, Client: true, TeardownGrace: time.Second})
@@ -214,7 +221,7 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
         lb-port %d
         health-port %d
         vrrp-version 3
-        advert-interval %s
+        %s
         vrrp-guard 1s
         keepalived %s
         haproxy %s
@@ -226,7 +233,7 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
     whoami
 }
 `, vrrpCluster, n.Name, vips, lab.Iface, source, vrrpLBPort, vrrpHealthPort,
-			advert, v.kaConf(i), v.haConf(i), v.kaPid(i), v.haSock(i), filepath.Join(vn.dir, "track"))
+			timing, v.kaConf(i), v.haConf(i), v.kaPid(i), v.haSock(i), filepath.Join(vn.dir, "track"))
 		vn.coredns = startCorefile(t, n, vn.dir, conf)
 	}
 	for i, vn := range v.nodes {
