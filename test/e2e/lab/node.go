@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
@@ -310,4 +311,28 @@ func (n *Node) VRRPDropCounters() (int, error) {
 		total += k
 	}
 	return total, nil
+}
+
+// ListenVRRP opens a raw socket for IPv4 VRRP (IP protocol 112) in the
+// node's namespace, joined to the VRRP group (224.0.0.18) on the lab
+// interface: each read returns one advert's IP payload and its source.
+func (n *Node) ListenVRRP() (net.PacketConn, error) {
+	var c net.PacketConn
+	err := n.inNS(func() error {
+		ifi, err := net.InterfaceByName(Iface)
+		if err != nil {
+			return err
+		}
+		raw, err := net.ListenPacket("ip4:112", "0.0.0.0")
+		if err != nil {
+			return err
+		}
+		if err := ipv4.NewPacketConn(raw).JoinGroup(ifi, &net.IPAddr{IP: net.IPv4(224, 0, 0, 18)}); err != nil {
+			raw.Close()
+			return fmt.Errorf("lab: join 224.0.0.18 on %s: %w", n.Name, err)
+		}
+		c = raw
+		return nil
+	})
+	return c, err
 }
