@@ -3,7 +3,9 @@ package kube
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/binary"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,6 +64,23 @@ func NewReloading(path, userAgent string, info, warn func(format string, args ..
 	return r, nil
 }
 
+// CertNotAfter is when the current client certificate expires; zero when
+// the identity is no certificate (a token) or it cannot be read.
+func (r *Reloading) CertNotAfter() time.Time { return r.cur.Load().notAfter }
+
+// CertExpirySeconds is r's CertNotAfter as a metric's value: Unix seconds,
+// 0 for no certificate (r nil included): an alert on expiry ignores 0.
+func CertExpirySeconds(r *Reloading) float64 {
+	if r == nil {
+		return 0
+	}
+	t := r.CertNotAfter()
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.Unix())
+}
+
 // Run looks at the files every ReloadInterval until ctx ends, and returns
 // then.
 func (r *Reloading) Run(ctx context.Context) {
@@ -110,10 +129,10 @@ func (r *Reloading) check() {
 // rebuilt client would go on presenting the old one over the old
 // connections. With the contents in the configuration, a changed
 // certificate, key or CA makes a transport of its own.
-func (r *Reloading) build() (Client, error) {
+func (r *Reloading) build() (builtClient, error) {
 	rc, err := kubeconfigConfig(r.path, r.userAgent)
 	if err != nil {
-		return nil, err
+		return builtClient{}, err
 	}
 	tc := &rc.TLSClientConfig
 	for _, f := range []struct {
@@ -125,11 +144,39 @@ func (r *Reloading) build() (Client, error) {
 		}
 		b, err := os.ReadFile(*f.file)
 		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", r.path, err)
+			return builtClient{}, fmt.Errorf("kubeconfig %s: %w", r.path, err)
 		}
 		*f.file, *f.data = "", b
 	}
-	return NewForConfig(rc)
+	c, err := NewForConfig(rc)
+	return builtClient{c, certNotAfter(tc.CertData)}, err
+}
+
+// builtClient is a client and when its certificate expires.
+type builtClient struct {
+	Client
+	notAfter time.Time
+}
+
+// certNotAfter is the expiry of the first certificate of a PEM bundle (the
+// client's own; intermediates follow it), zero without one.
+func certNotAfter(pemData []byte) time.Time {
+	for len(pemData) > 0 {
+		var b *pem.Block
+		b, pemData = pem.Decode(pemData)
+		if b == nil {
+			return time.Time{}
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return time.Time{}
+		}
+		return c.NotAfter
+	}
+	return time.Time{}
 }
 
 // fingerprint hashes the contents of the kubeconfig and of the files its
@@ -226,14 +273,15 @@ func (l reloadingLeases) List(ctx context.Context, opts metav1.ListOptions) (*co
 // until it ends its reflector keeps the old server and identity. The
 // reflector watches (or lists) again at once, through the new client.
 type generation struct {
-	client  Client
-	mu      sync.Mutex
-	watches map[*trackedWatch]struct{}
-	retired bool
+	client   Client
+	notAfter time.Time // the client certificate's expiry (zero: none)
+	mu       sync.Mutex
+	watches  map[*trackedWatch]struct{}
+	retired  bool
 }
 
-func newGeneration(c Client) *generation {
-	return &generation{client: c, watches: map[*trackedWatch]struct{}{}}
+func newGeneration(c builtClient) *generation {
+	return &generation{client: c.Client, notAfter: c.notAfter, watches: map[*trackedWatch]struct{}{}}
 }
 
 func (g *generation) track(w watch.Interface) watch.Interface {

@@ -408,12 +408,16 @@ func TestReloadingBadKubeconfig(t *testing.T) {
 // to dir/client.crt and dir/client.key, each in place or by rename.
 func clientCert(t *testing.T, dir, cn string, byRename bool) {
 	t.Helper()
+	life := time.Hour // the rotated one ("two") lives longer, as a renewed one does
+	if cn == "two" {
+		life = 2 * time.Hour
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(life),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -487,9 +491,16 @@ func TestReloadingRefChanged(t *testing.T) {
 				t.Fatalf("request %q, want the first credential (%q)", reqs[len(reqs)-1], tc.before)
 			}
 
+			certBefore := r.CertNotAfter()
+			if isCert := tc.user == certUser; isCert == certBefore.IsZero() {
+				t.Errorf("CertNotAfter %v with the user %q", certBefore, tc.user)
+			}
 			tc.rotate(t, dir)
 			if !closed(w) {
 				t.Fatal("the watch with the old credential still open")
+			}
+			if tc.user == certUser && !r.CertNotAfter().After(certBefore) {
+				t.Errorf("CertNotAfter %v after the rotation, want the new certificate's (after %v)", r.CertNotAfter(), certBefore)
 			}
 			listed(t, nodes)
 			if reqs := a.requests(); reqs[len(reqs)-1] != "/api/v1/nodes "+tc.after {
@@ -575,5 +586,33 @@ func TestReloadingFirstBuild(t *testing.T) {
 	replace(t, path, "clusters: [", false)
 	if _, err := NewReloading(path, "test", t.Logf, t.Logf); err == nil {
 		t.Error("NewReloading of a bad file succeeded")
+	}
+}
+
+// TestCertNotAfter: the expiry of a PEM bundle's first certificate, after
+// any other block; none without a certificate.
+func TestCertNotAfter(t *testing.T) {
+	dir := t.TempDir()
+	clientCert(t, dir, "one", false)
+	crt, key := mustRead(t, filepath.Join(dir, "client.crt")), mustRead(t, filepath.Join(dir, "client.key"))
+	b, _ := pem.Decode([]byte(crt))
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, data string
+		want       time.Time
+	}{
+		{"certificate", crt, c.NotAfter},
+		{"key block first", key + crt, c.NotAfter},
+		{"key only", key, time.Time{}},
+		{"not PEM", "token\n", time.Time{}},
+		{"none", "", time.Time{}},
+		{"a broken certificate", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", time.Time{}},
+	} {
+		if got := certNotAfter([]byte(tc.data)); !got.Equal(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -506,6 +506,7 @@ func followKubeconfig(path, agent string) (kube.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	kubeClient.Store(r)
 	return r, nil
 }
 

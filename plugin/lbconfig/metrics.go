@@ -2,8 +2,11 @@ package lbconfig
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
+
+	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/lb"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +76,14 @@ var (
 		Name:      "vrrp_stepped_down",
 		Help:      "Whether the split-brain check holds the group in FAULT (1) or not (0), by group.",
 	}, []string{"group"})
+	// kubeClient is the kubeconfig client last built, for certExpiry.
+	kubeClient atomic.Pointer[kube.Reloading]
+	certExpiry = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "kubeconfig_cert_expiry_timestamp_seconds",
+		Help:      "When the client certificate of lbconfig's kubeconfig expires (Unix time), 0 without one (a token, in-cluster). Followed when the kubeconfig or its files change.",
+	}, func() float64 { return kube.CertExpirySeconds(kubeClient.Load()) })
 	holderBoosted = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

@@ -40,7 +40,7 @@ func TestMetricNaming(t *testing.T) {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
 	}
-	if n != 13 {
-		t.Errorf("Found %d lbconfig metrics, want 13", n)
+	if n != 14 {
+		t.Errorf("Found %d lbconfig metrics, want 14", n)
 	}
 }

@@ -190,5 +190,6 @@ func (m *MDNSNodes) client() (kube.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	kubeClient.Store(r)
 	return r, nil
 }

@@ -1,15 +1,26 @@
 package mdnsnodes
 
 import (
+	"sync/atomic"
+
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/infradns/infradns/internal/authority"
+	"github.com/infradns/infradns/internal/kube"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 var (
+	// kubeClient is the kubeconfig client last built, for certExpiry.
+	kubeClient atomic.Pointer[kube.Reloading]
+	certExpiry = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "kubeconfig_cert_expiry_timestamp_seconds",
+		Help:      "When the client certificate of mdnsnodes' kubeconfig expires (Unix time), 0 without one (a token, no kubeconfig). Followed when the kubeconfig or its files change.",
+	}, func() float64 { return kube.CertExpirySeconds(kubeClient.Load()) })
 	// requestCount counts the queries mdnsnodes handled, by what it did with them.
 	requestCount = authority.NewCounter(promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
