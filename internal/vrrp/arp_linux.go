@@ -72,7 +72,7 @@ func (c *ARPConn) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		n, from, err := unix.Recvfrom(c.fd, buf, 0)
 		if err != nil {
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			if transientRead(err) {
 				continue
 			}
 			return fmt.Errorf("arp: read: %w", err)
@@ -90,3 +90,13 @@ func (c *ARPConn) Run(ctx context.Context) error {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// transientRead says whether a packet socket's read error leaves the socket
+// usable. ENETDOWN is the interface going down, reported once per socket:
+// reads block again and resume when it comes back up. Ended on it, the
+// split-brain check and the VRRP guard stayed off for good after a link
+// flap (the nemesis test: a node whose link had been down never stepped
+// down in a later split).
+func transientRead(err error) bool {
+	return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENETDOWN)
+}

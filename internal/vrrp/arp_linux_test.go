@@ -85,3 +85,41 @@ func macOf(t *testing.T, ns string) net.HardwareAddr {
 	}
 	return nil
 }
+
+// TestARPConnSurvivesLinkFlap: the interface going down and up again (a
+// cable, a switch port, `ip link set down`) must not end the reader: the
+// socket reports ENETDOWN once, and answers after the link is back are
+// recorded. It ended the split-brain check for good before.
+func TestARPConnSurvivesLinkFlap(t *testing.T) {
+	holder, asker := netnstest.Pair(t, "arpflap")
+	peer := netip.MustParseAddr("198.51.100.11")
+	self := netip.MustParseAddr("198.51.100.12")
+	var table NeighborTable
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, runErr := runIn(t, ctx, asker, func() (*ARPConn, error) { return OpenARP("eth0", &table) })
+
+	netnstest.Run(t, "-n", asker, "link", "set", "eth0", "down")
+	time.Sleep(200 * time.Millisecond)
+	netnstest.Run(t, "-n", asker, "link", "set", "eth0", "up")
+	select {
+	case err := <-runErr:
+		t.Fatalf("Run ended with the link flap: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	var holderMAC MAC
+	copy(holderMAC[:], macOf(t, holder))
+	start := time.Now()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && len(table.Since(peer, start)) == 0 {
+		_ = c.Ask(self, peer) // fails while the link comes back (no carrier yet)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := table.Since(peer, start); !slices.Equal(got, []MAC{holderMAC}) {
+		t.Errorf("who has %s after the flap: %v, want [%s]", peer, got, holderMAC)
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

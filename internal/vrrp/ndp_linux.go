@@ -2,7 +2,6 @@ package vrrp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -124,7 +123,7 @@ func (n *NDPConn) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		k, from, err := unix.Recvfrom(n.fd, buf, 0)
 		if err != nil {
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			if transientRead(err) {
 				continue
 			}
 			return fmt.Errorf("ndp: read: %w", err)

@@ -88,7 +88,9 @@ func (r *Reader) Run(ctx context.Context) error {
 			return fmt.Errorf("vrrp reader: poll: %w", err)
 		}
 		for i, p := range pfds {
-			if p.Revents&unix.POLLIN == 0 {
+			// POLLERR alone is the socket's pending error (ENETDOWN after a
+			// link flap): read it, or poll reports it forever.
+			if p.Revents&(unix.POLLIN|unix.POLLERR) == 0 {
 				continue
 			}
 			// What is queued now, then back to poll: one family cannot starve
@@ -96,7 +98,7 @@ func (r *Reader) Run(ctx context.Context) error {
 			for range 64 {
 				n, from, err := unix.Recvfrom(fds[i], buf, unix.MSG_DONTWAIT)
 				if err != nil {
-					if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+					if transientRead(err) {
 						break
 					}
 					return fmt.Errorf("vrrp reader: read: %w", err)
