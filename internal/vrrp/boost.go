@@ -2,10 +2,40 @@ package vrrp
 
 import "time"
 
-// BoostValue is what a boosted group's file holds. keepalived adds it (track
-// file weight 1) to the instance's priority and limits the sum to 254, so a
-// boosted holder outranks every base priority (RankPriority: at most 250).
-const BoostValue = 253
+// Boosted priorities. keepalived adds the boost file's value to the
+// instance's priority (track file weight 1) and limits the sum to 254; both
+// outrank every base priority (RankPriority: at most 250). A holder is at
+// FreshPriority for DefaultBoostFresh after its takeover and for as long
+// as a peer may be paused, at SettledPriority after that until the boost
+// ends, so a holder that took over from a boosted holder while it was
+// paused outranks it: equal priorities are settled by address, not by who
+// took over last (the nemesis test paused holders soon after their own
+// takeover, and two of three took the VIP back).
+const (
+	FreshPriority   = 254
+	SettledPriority = 253
+)
+
+// BoostValue is the boost file's value that brings an instance of priority
+// base to the level's priority (0 when not boosted).
+func BoostValue(level BoostLevel, base int) int {
+	switch level {
+	case BoostFresh:
+		return FreshPriority - base
+	case BoostSettled:
+		return SettledPriority - base
+	}
+	return 0
+}
+
+// BoostLevel is how far a holder's priority is raised.
+type BoostLevel int
+
+const (
+	BoostNone BoostLevel = iota
+	BoostSettled
+	BoostFresh
+)
 
 // Default boost timings. BoostMin gives a probe of the peers time to answer
 // (250 ms at most); BoostQuiet is many advert intervals without another
@@ -13,6 +43,10 @@ const BoostValue = 253
 const (
 	DefaultBoostMin   = 500 * time.Millisecond
 	DefaultBoostQuiet = time.Second
+	// DefaultBoostFresh is as short as it can be: only a pause that begins
+	// within it, longer than the master-down interval, meets an equal
+	// priority.
+	DefaultBoostFresh = 200 * time.Millisecond
 )
 
 // HolderBoost decides when the holder of a VIP group raises its VRRP
@@ -40,14 +74,14 @@ const (
 // advertises (a split brain's resigning node, heard by a third node) must
 // yield to it at once, as it did before the boost.
 type HolderBoost struct {
-	Min, Quiet time.Duration // 0: the defaults
+	Min, Quiet, Fresh time.Duration // 0: the defaults
 	// Silence: 0 boosts every takeover. lbconfig sets two advert
 	// intervals: a holder's adverts are that close together, and a
 	// backup's master-down interval is more than three.
 	Silence time.Duration
 
-	held, on bool
-	since    time.Time
+	held, on, fresh bool
+	since           time.Time
 }
 
 // BoostInput is what one look at a group saw.
@@ -64,31 +98,56 @@ type BoostInput struct {
 
 // Step takes one look and says whether the group is boosted now.
 func (b *HolderBoost) Step(in BoostInput, now time.Time) bool {
-	minHeld, quiet := b.Min, b.Quiet
+	minHeld, quiet, fresh := b.Min, b.Quiet, b.Fresh
 	if minHeld <= 0 {
 		minHeld = DefaultBoostMin
 	}
 	if quiet <= 0 {
 		quiet = DefaultBoostQuiet
 	}
+	if fresh <= 0 {
+		fresh = DefaultBoostFresh
+	}
 	switch {
 	case !in.Held:
-		b.held, b.on = false, false
+		b.held, b.on, b.fresh = false, false, false
+		return false
 	case !b.held:
 		// Taken over (or held when we started: a restarted lbconfig cannot
 		// tell, and a boost for Min costs nothing).
 		b.held, b.since = true, now
 		b.on = b.Silence <= 0 || in.HeardSince == nil || !in.HeardSince(now.Add(-b.Silence))
-	case b.on && now.Sub(b.since) >= minHeld &&
-		(in.HeardSince == nil || !in.HeardSince(now.Add(-quiet))) &&
-		(in.PeerPaused == nil || !in.PeerPaused()):
-		b.on = false
 	}
-	return b.on
+	if !b.on {
+		b.fresh = false
+		return false
+	}
+	paused := in.PeerPaused != nil && in.PeerPaused()
+	heard := in.HeardSince != nil && in.HeardSince(now.Add(-quiet))
+	if now.Sub(b.since) >= minHeld && !heard && !paused {
+		b.on, b.fresh = false, false
+		return false
+	}
+	// Above any holder boosted before us for as long as one may be paused.
+	b.fresh = now.Sub(b.since) < fresh || paused
+	return true
 }
 
 // On says whether the group is boosted.
 func (b *HolderBoost) On() bool { return b.on }
+
+// Level is the boost's level after the last Step: fresh for Fresh after the
+// takeover and while a peer may be paused, settled after that until it
+// ends.
+func (b *HolderBoost) Level() BoostLevel {
+	switch {
+	case !b.on:
+		return BoostNone
+	case b.fresh:
+		return BoostFresh
+	}
+	return BoostSettled
+}
 
 // Since is when the boost began (the takeover).
 func (b *HolderBoost) Since() time.Time { return b.since }

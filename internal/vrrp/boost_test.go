@@ -85,3 +85,50 @@ func TestHolderBoost(t *testing.T) {
 		})
 	}
 }
+
+// TestBoostLevel: a takeover is fresh (254) for Fresh and while a peer may
+// be paused, settled (253) after that until the boost ends; BoostValue
+// brings any base priority there.
+func TestBoostLevel(t *testing.T) {
+	start := time.Unix(1000, 0)
+	type look struct {
+		at     time.Duration
+		paused bool
+		want   BoostLevel
+	}
+	for _, tc := range []struct {
+		name  string
+		looks []look
+	}{
+		{"peers serve", []look{{0, false, BoostFresh}, {199 * time.Millisecond, false, BoostFresh}, {200 * time.Millisecond, false, BoostSettled},
+			{499 * time.Millisecond, false, BoostSettled}, {500 * time.Millisecond, false, BoostNone}}},
+		{"a peer paused", []look{{0, true, BoostFresh}, {300 * time.Millisecond, true, BoostFresh}, {5 * time.Second, true, BoostFresh},
+			{5100 * time.Millisecond, false, BoostNone}}},
+		{"a peer paused, then a peer's advert", []look{{0, true, BoostFresh}, {300 * time.Millisecond, false, BoostSettled}}},
+	} {
+		b := HolderBoost{Min: 500 * time.Millisecond, Quiet: time.Second, Fresh: 200 * time.Millisecond}
+		for _, l := range tc.looks {
+			paused := l.paused
+			in := BoostInput{Held: true,
+				HeardSince: func(since time.Time) bool {
+					return tc.name == "a peer paused, then a peer's advert" && start.Add(250*time.Millisecond).After(since)
+				},
+				PeerPaused: func() bool { return paused }}
+			now := start.Add(l.at)
+			b.Step(in, now)
+			if got := b.Level(); got != l.want {
+				t.Errorf("%s, at %v: level %d, want %d", tc.name, l.at, got, l.want)
+			}
+		}
+	}
+	for _, v := range []struct {
+		level      BoostLevel
+		base, want int
+	}{
+		{BoostFresh, 250, 4}, {BoostSettled, 250, 3}, {BoostFresh, 170, 84}, {BoostSettled, 1, 252}, {BoostNone, 250, 0},
+	} {
+		if got := BoostValue(v.level, v.base); got != v.want {
+			t.Errorf("BoostValue(%d, %d) = %d, want %d", v.level, v.base, got, v.want)
+		}
+	}
+}

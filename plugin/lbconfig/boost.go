@@ -37,6 +37,8 @@ type boostGroup struct {
 	health     string
 	vips       []netip.Addr
 	peers      []netip.Addr
+	// priority is this node's base priority for the group.
+	priority int
 }
 
 // Its probes are its own: the split-brain check must not act on an answer
@@ -55,10 +57,15 @@ func (hb *holderBoost) update(m *cluster.Model, p lb.Plan) {
 	var gs []boostGroup
 	for _, g := range p.Groups {
 		path := lb.BoostPath(m, g.Name)
-		if !slices.ContainsFunc(p.TrackFiles, func(t lb.TrackFile) bool { return t.Boost && t.Path == path }) {
+		i := slices.IndexFunc(p.TrackFiles, func(t lb.TrackFile) bool { return t.Boost && t.Path == path })
+		if i < 0 {
 			continue
 		}
-		gs = append(gs, boostGroup{name: g.Name, path: path, health: m.HealthURL(g.Check), vips: unmapped(g.VIPs), peers: unmapped(g.Peers)})
+		j := slices.IndexFunc(p.Instances, func(in lb.Instance) bool { return in.Boost == p.TrackFiles[i].Name })
+		if j < 0 {
+			continue
+		}
+		gs = append(gs, boostGroup{name: g.Name, path: path, health: m.HealthURL(g.Check), vips: unmapped(g.VIPs), peers: unmapped(g.Peers), priority: p.Instances[j].Priority})
 	}
 	hb.mu.Lock()
 	hb.groups = gs
@@ -126,10 +133,7 @@ func (hb *holderBoost) look(ctx context.Context, states map[string]*vrrp.HolderB
 			},
 		}
 		on := st.Step(in, now)
-		value := 0
-		if on {
-			value = vrrp.BoostValue
-		}
+		value := vrrp.BoostValue(st.Level(), g.priority)
 		if _, err := atomicfile.WriteIfChanged(g.path, []byte(strconv.Itoa(value)+"\n"), 0o644); err != nil {
 			log.Warningf("holder boost: %v", err)
 		}
@@ -138,7 +142,7 @@ func (hb *holderBoost) look(ctx context.Context, states map[string]*vrrp.HolderB
 		}
 		if on {
 			holderBoosted.WithLabelValues(g.name).Set(1)
-			log.Infof("holder boost: %s (%v) taken over here: priority raised to 254 so a paused holder that resumes yields to us", g.name, g.vips)
+			log.Infof("holder boost: %s (%v) taken over here: priority raised to %d, then %d, so a paused holder that resumes yields to us", g.name, g.vips, vrrp.FreshPriority, vrrp.SettledPriority)
 		} else {
 			holderBoosted.WithLabelValues(g.name).Set(0)
 			log.Infof("holder boost over: %s: no other holder can come back; base priority again", g.name)

@@ -33,9 +33,9 @@ func TestHolderBoostLook(t *testing.T) {
 	const health = "http://127.0.0.1:9454/haproxy_ready"
 	hb := &holderBoost{iface: "lo", live: live, wake: make(chan struct{}, 1)}
 	held := boostGroup{name: "api", path: filepath.Join(dir, "api.boost"), health: health,
-		vips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, peers: []netip.Addr{peer}}
+		vips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, peers: []netip.Addr{peer}, priority: 250}
 	other := boostGroup{name: "ingress", path: filepath.Join(dir, "ingress.boost"), health: health,
-		vips: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, peers: []netip.Addr{peer}}
+		vips: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, peers: []netip.Addr{peer}, priority: 210}
 	hb.groups = []boostGroup{held, other}
 
 	read := func(path string) string {
@@ -65,10 +65,10 @@ func TestHolderBoostLook(t *testing.T) {
 		peerDead  bool
 		api, ingr string
 	}{
-		{0, true, "253", "0"},
-		{3 * time.Second, true, "253", "0"}, // past BoostMin, the peer paused
-		{6 * time.Second, false, "0", "0"},  // it serves again, nobody advertises
-		{10 * time.Second, true, "0", "0"},  // not boosted again while held
+		{0, true, "4", "0"},                // fresh: 250 + 4 = 254
+		{3 * time.Second, true, "4", "0"},  // still 254: past BoostMin, the peer paused
+		{6 * time.Second, false, "0", "0"}, // it serves again, nobody advertises
+		{10 * time.Second, true, "0", "0"}, // not boosted again while held
 	}
 	for i, s := range steps {
 		now := start.Add(s.at)
