@@ -71,14 +71,6 @@ func readVirtualization(under func(string) string) string {
 	return virtualization(dmi, cpuinfo)
 }
 
-// masterDown is how long the first backup waits for adverts before it takes
-// a VIP (RFC 5798: three intervals and its skew): a holder stopped for
-// longer loses the VIP.
-func masterDown(advert time.Duration) time.Duration {
-	p := lb.RankPriority(1)
-	return 3*advert + time.Duration(256-p)*advert/256
-}
-
 // checkFailover says whether the failover profile fits the node: fast on a
 // virtual machine moves the VIPs at every stun or live migration longer
 // than the master-down interval (0.19 s), which stable (1 s adverts) rides
@@ -88,7 +80,7 @@ func checkFailover(s cluster.Spec, virt string) finding {
 	if s.Mode == cluster.ModeBGP {
 		return finding{pass, check, "BGP mode: BFD and the BGP hold timer decide, not VRRP", ""}
 	}
-	md := masterDown(s.VRRP.AdvertInterval).Round(10 * time.Millisecond)
+	md := lb.MasterDown(s.VRRP.AdvertInterval).Round(10 * time.Millisecond)
 	where := "bare metal"
 	if virt != "" {
 		where = "a virtual machine (" + virt + ")"
@@ -97,7 +89,7 @@ func checkFailover(s cluster.Spec, virt string) finding {
 	if virt != "" && md < time.Second {
 		return finding{warn, check, detail + "; a VM stun or live migration usually takes longer",
 			fmt.Sprintf("failover: %s in the cluster file (every node) if this hypervisor live-migrates or is oversubscribed: a pause under %s moves nothing, a crash moves the VIPs after ~%s instead of ~%s", cluster.FailoverStable,
-				masterDown(cluster.StableAdvertInterval).Round(10*time.Millisecond), masterDown(cluster.StableAdvertInterval).Round(100*time.Millisecond), md)}
+				lb.MasterDown(cluster.StableAdvertInterval).Round(10*time.Millisecond), lb.MasterDown(cluster.StableAdvertInterval).Round(100*time.Millisecond), md)}
 	}
 	return finding{pass, check, detail, ""}
 }

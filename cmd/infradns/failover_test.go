@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/lb"
 )
 
 func TestVirtualization(t *testing.T) {
@@ -64,7 +65,7 @@ func TestCheckFailover(t *testing.T) {
 			t.Errorf("%s: %+v, want %s %q...", tc.name, got, tc.verdict, tc.detail)
 		}
 	}
-	if md := masterDown(60 * time.Millisecond); md < 190*time.Millisecond || md > 192*time.Millisecond {
+	if md := lb.MasterDown(60 * time.Millisecond); md < 190*time.Millisecond || md > 192*time.Millisecond {
 		t.Errorf("master-down at 60ms adverts = %v, want keepalived's 3 intervals + skew (190.8ms)", md)
 	}
 }

@@ -96,6 +96,22 @@ func (r *Reloading) Run(ctx context.Context) {
 	}
 }
 
+// Follow runs the poller of c when it is a Reloading (a kubeconfig's
+// client; in-cluster and test clients have none) until ctx ends; the
+// returned func waits for it.
+func Follow(ctx context.Context, c Client) (wait func()) {
+	r, ok := c.(*Reloading)
+	if !ok {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	return func() { <-done }
+}
+
 // check rebuilds the client when the files changed since the last build.
 // A build that fails is not retried until they change again: what it read
 // is all it depends on.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/vrrp"
@@ -115,6 +116,13 @@ type Backend struct {
 // (track_file weight 0), not weights: a priority race on a failed check
 // cost 3.5 s in the lab.
 func RankPriority(rank int) int { return max(1, 250-40*rank) }
+
+// MasterDown is how long the first backup (rank 1) waits without adverts
+// before it takes a VIP (RFC 5798: three intervals and its skew): a holder
+// stopped or paused for longer loses it. 191 ms at the default 60 ms.
+func MasterDown(advert time.Duration) time.Duration {
+	return 3*advert + time.Duration(256-RankPriority(1))*advert/256
+}
 
 // Errors for a snapshot that must not be rendered: the caller keeps the
 // last good files. An empty backend or peer list almost always means the API

@@ -32,11 +32,10 @@ type holderBoost struct {
 	groups []boostGroup
 }
 
+// boostGroup is a group as the split-brain check sees it, with the boost
+// file as its path.
 type boostGroup struct {
-	name, path string
-	health     string
-	vips       []netip.Addr
-	peers      []netip.Addr
+	splitGroup
 	// priority is this node's base priority for the group.
 	priority int
 }
@@ -65,7 +64,8 @@ func (hb *holderBoost) update(m *cluster.Model, p lb.Plan) {
 		if j < 0 {
 			continue
 		}
-		gs = append(gs, boostGroup{name: g.Name, path: path, health: m.HealthURL(g.Check), vips: unmapped(g.VIPs), peers: unmapped(g.Peers), priority: p.Instances[j].Priority})
+		sg := splitGroup{name: g.Name, path: path, health: m.HealthURL(g.Check), vips: unmapped(g.VIPs), peers: unmapped(g.Peers)}
+		gs = append(gs, boostGroup{splitGroup: sg, priority: p.Instances[j].Priority})
 	}
 	hb.mu.Lock()
 	hb.groups = gs
@@ -120,9 +120,7 @@ func (hb *holderBoost) look(ctx context.Context, states map[string]*vrrp.HolderB
 		}
 		was := st.On()
 		in := vrrp.BoostInput{
-			Held: slices.ContainsFunc(g.vips, func(v netip.Addr) bool {
-				return slices.ContainsFunc(present, func(p netip.Prefix) bool { return p.Addr() == v })
-			}),
+			Held: holdsAny(present, g.vips),
 			HeardSince: func(since time.Time) bool {
 				return hb.heard != nil && slices.ContainsFunc(g.vips, func(v netip.Addr) bool { return hb.heard.Since(v, since) })
 			},

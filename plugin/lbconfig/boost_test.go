@@ -32,10 +32,10 @@ func TestHolderBoostLook(t *testing.T) {
 	peer := netip.MustParseAddr("198.51.100.12")
 	const health = "http://127.0.0.1:9454/haproxy_ready"
 	hb := &holderBoost{iface: "lo", live: live, wake: make(chan struct{}, 1)}
-	held := boostGroup{name: "api", path: filepath.Join(dir, "api.boost"), health: health,
-		vips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, peers: []netip.Addr{peer}, priority: 250}
-	other := boostGroup{name: "ingress", path: filepath.Join(dir, "ingress.boost"), health: health,
-		vips: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, peers: []netip.Addr{peer}, priority: 210}
+	held := boostGroup{splitGroup{name: "api", path: filepath.Join(dir, "api.boost"), health: health,
+		vips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, peers: []netip.Addr{peer}}, 250}
+	other := boostGroup{splitGroup{name: "ingress", path: filepath.Join(dir, "ingress.boost"), health: health,
+		vips: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, peers: []netip.Addr{peer}}, 210}
 	hb.groups = []boostGroup{held, other}
 
 	read := func(path string) string {

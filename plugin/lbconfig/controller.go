@@ -316,9 +316,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	if client == nil {
 		return // cancelled
 	}
-	if r, ok := client.(*kube.Reloading); ok {
-		wg.Go(func() { r.Run(ctx) })
-	}
+	defer kube.Follow(ctx, client)()
 	status.client.Store(&client)
 	watcher := kube.New(client, o)
 	w.Store(watcher)

@@ -175,11 +175,7 @@ func (sc *splitCheck) loop(ctx context.Context, self vrrp.MAC) {
 		groups := sc.groups
 		sc.mu.Unlock()
 		present, _ := vrrp.InterfacePrefixes(sc.iface)
-		held := func(g splitGroup) bool {
-			return slices.ContainsFunc(g.vips, func(v netip.Addr) bool {
-				return slices.ContainsFunc(present, func(p netip.Prefix) bool { return p.Addr() == v })
-			})
-		}
+		held := func(g splitGroup) bool { return holdsAny(present, g.vips) }
 		// Ask first, judge a moment later on what came since the last check.
 		sender := nodeIPv4(present, groups)
 		asking := false
@@ -336,4 +332,11 @@ func nodeIPv4(present []netip.Prefix, groups []splitGroup) netip.Addr {
 		}
 	}
 	return netip.IPv4Unspecified()
+}
+
+// holdsAny says whether one of vips is among the interface's addresses.
+func holdsAny(present []netip.Prefix, vips []netip.Addr) bool {
+	return slices.ContainsFunc(vips, func(v netip.Addr) bool {
+		return slices.ContainsFunc(present, func(p netip.Prefix) bool { return p.Addr() == v })
+	})
 }

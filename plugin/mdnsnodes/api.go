@@ -143,11 +143,7 @@ func (m *MDNSNodes) watchAPI(ctx context.Context) {
 	if client == nil {
 		return // cancelled
 	}
-	var follow sync.WaitGroup
-	defer follow.Wait()
-	if r, ok := client.(*kube.Reloading); ok {
-		follow.Go(func() { r.Run(ctx) })
-	}
+	defer kube.Follow(ctx, client)()
 	// The reflectors' own errors (refused, forbidden) reach no log in this
 	// binary: say at least that the list has not come.
 	slow := time.AfterFunc(firstListWarning, func() {
