@@ -21,6 +21,16 @@ import (
 // see Relay). The copy is made when the VIP arrives, not when it leaves:
 // made after the removal, it left a window in which a SYN found no address
 // (dropped, retried after 1 s). Needs CAP_NET_ADMIN.
+//
+// An IPv6 VIP is also kept on lo while it is on standby (SetStandby: the
+// node could take it over), held or not. Linux makes an IPv6 address
+// usable (its local route) only when addrconf's work runs, after the
+// netlink request that added it has returned, even with nodad; keepalived
+// sends its unsolicited Neighbor Advertisement at once, so a client could
+// switch to the new holder before it accepts the VIP. In the lab, with one
+// core kept busy, the client's SYN was dropped there (Ip6InAddrErrors) in
+// about one graceful hand-over in eight, a 1-s retry. A copy made long
+// before is usable; IPv4 addresses are usable when the request returns.
 type Drainer struct {
 	Interface string
 	VIPs      []netip.Addr
@@ -33,6 +43,73 @@ type Drainer struct {
 	// Changed, when set, is told after each address event on Interface
 	// (the holder boost looks at once).
 	Changed func()
+
+	mu sync.Mutex
+	// While Run runs: lo, and a netlink handle of Run's namespace (the
+	// timers and SetStandby run on other threads).
+	lo      netlink.Link
+	nl      *netlink.Handle
+	standby map[netip.Addr]bool
+	copies  map[netip.Prefix]*loCopy
+}
+
+// loCopy is what keeps one VIP on lo: held on the interface, draining
+// (its timer), on standby (IPv6). The copy is there while any of them is.
+type loCopy struct {
+	held  bool
+	drain *time.Timer
+	onLo  bool
+}
+
+// SetStandby puts the IPv6 VIPs among vips on standby (on: kept on lo while
+// not held) or takes them off it. The node's health for their groups
+// decides: a node that cannot serve must not take their packets (its own
+// connections to them included). It may be called before Run, whose copies
+// follow.
+func (d *Drainer) SetStandby(vips []netip.Addr, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.standby == nil {
+		d.standby = map[netip.Addr]bool{}
+	}
+	for _, v := range vips {
+		v = v.Unmap()
+		if !v.Is6() || !contains(d.VIPs, v) {
+			continue
+		}
+		d.standby[v] = on
+		d.sync(netip.PrefixFrom(v, v.BitLen()), false)
+	}
+}
+
+// sync makes lo agree with what p's copy is for (mu held, Run running);
+// refresh writes a wanted copy even when it is there (see released).
+func (d *Drainer) sync(p netip.Prefix, refresh bool) {
+	if d.lo == nil {
+		return
+	}
+	c := d.copies[p]
+	if c == nil {
+		c = &loCopy{}
+		d.copies[p] = c
+	}
+	want := c.held || c.drain != nil || (p.IsSingleIP() && d.standby[p.Addr()])
+	switch {
+	case want && (!c.onLo || refresh):
+		if err := d.nl.AddrReplace(d.lo, d.addr(p)); err != nil {
+			if d.Failed != nil {
+				d.Failed(p, err)
+			}
+			return
+		}
+		c.onLo = true
+	case !want && c.onLo:
+		d.remove(p)
+		c.onLo = false
+	}
+	if !want {
+		delete(d.copies, p)
+	}
 }
 
 // Run watches until ctx ends, then removes the copies it still holds.
@@ -41,7 +118,12 @@ func (d *Drainer) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
-	lo, err := netlink.LinkByName("lo")
+	nl, err := netlink.NewHandle()
+	if err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	defer nl.Close()
+	lo, err := nl.LinkByName("lo")
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
@@ -55,79 +137,83 @@ func (d *Drainer) Run(ctx context.Context) error {
 	if err := netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{ReceiveBufferSize: 1 << 20}); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
-	var mu sync.Mutex
-	// copies: each copy on lo; a timer while it drains, nil while the VIP
-	// is held. A copy whose timer fires after the VIP came back is kept:
-	// the timer's entry was replaced.
-	copies := map[netip.Prefix]*time.Timer{}
 	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for p, t := range copies {
-			if t != nil {
-				t.Stop()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for p, c := range d.copies {
+			if c.drain != nil {
+				c.drain.Stop()
 			}
-			d.remove(lo, p)
+			if c.onLo {
+				d.remove(p)
+			}
 		}
+		d.lo, d.nl, d.copies = nil, nil, nil
 	}()
 	eligible := func(p netip.Prefix) bool { return DrainCopy(p, d.VIPs, arpIgnore(d.Interface)) }
-	// makeCopy puts p on lo (mu held); a failure is reported and forgets p.
-	makeCopy := func(p netip.Prefix) bool {
-		if err := netlink.AddrReplace(lo, d.addr(p)); err != nil {
-			if d.Failed != nil {
-				d.Failed(p, err)
-			}
-			delete(copies, p)
-			return false
+	state := func(p netip.Prefix) *loCopy {
+		c := d.copies[p]
+		if c == nil {
+			c = &loCopy{}
+			d.copies[p] = c
 		}
-		return true
+		return c
 	}
 	held := func(p netip.Prefix) {
 		if !eligible(p) {
 			return
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if t, ok := copies[p]; ok && t == nil {
-			return
-		} else if t != nil {
-			t.Stop()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		c := state(p)
+		if c.drain != nil {
+			c.drain.Stop()
+			c.drain = nil
 		}
-		if makeCopy(p) {
-			copies[p] = nil
-		}
+		c.held = true
+		d.sync(p, false)
 	}
 	released := func(p netip.Prefix) {
 		if !eligible(p) {
 			return
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if t := copies[p]; t != nil {
-			t.Stop()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		c := state(p)
+		if c.drain != nil {
+			c.drain.Stop()
 		}
+		c.held = false
 		// Normally there already; made now when the VIP came before us.
-		if !makeCopy(p) {
-			return
-		}
-		if d.Kept != nil {
-			d.Kept(p)
-		}
 		var t *time.Timer
 		t = time.AfterFunc(drain, func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if copies[p] != t {
-				return // held again, or drained again since
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if c := d.copies[p]; c != nil && c.drain == t {
+				c.drain = nil
+				d.sync(p, false)
 			}
-			delete(copies, p)
-			d.remove(lo, p)
 		})
-		copies[p] = t
+		c.drain = t
+		// Written again, as before the standby copies: the lab's hand-overs
+		// lose nothing with it, and a replace costs one netlink round trip.
+		d.sync(p, true)
+		if c.onLo && d.Kept != nil {
+			d.Kept(p)
+		}
 	}
 	// Copies a killed predecessor left behind are stale now; the VIPs held
-	// at this moment get theirs again (subscribed first: nothing is missed).
-	d.cleanup(lo)
+	// at this moment get theirs again, and those on standby theirs (subscribed
+	// first: nothing is missed).
+	d.mu.Lock()
+	d.lo, d.nl, d.copies = lo, nl, map[netip.Prefix]*loCopy{}
+	d.cleanup()
+	for v, on := range d.standby {
+		if on {
+			d.sync(netip.PrefixFrom(v, v.BitLen()), false)
+		}
+	}
+	d.mu.Unlock()
 	if ps, err := InterfacePrefixes(d.Interface); err == nil {
 		for _, p := range ps {
 			held(p)
@@ -177,15 +263,15 @@ func (d *Drainer) addr(p netip.Prefix) *netlink.Addr {
 	return a
 }
 
-func (d *Drainer) remove(lo netlink.Link, p netip.Prefix) {
-	if err := netlink.AddrDel(lo, d.addr(p)); err != nil && d.Failed != nil {
+func (d *Drainer) remove(p netip.Prefix) {
+	if err := d.nl.AddrDel(d.lo, d.addr(p)); err != nil && d.Failed != nil {
 		d.Failed(p, err)
 	}
 }
 
-// cleanup removes host copies of our VIPs from lo.
-func (d *Drainer) cleanup(lo netlink.Link) {
-	as, err := netlink.AddrList(lo, netlink.FAMILY_ALL)
+// cleanup removes host copies of our VIPs from lo (mu held).
+func (d *Drainer) cleanup() {
+	as, err := d.nl.AddrList(d.lo, netlink.FAMILY_ALL)
 	if err != nil {
 		return
 	}
@@ -197,7 +283,7 @@ func (d *Drainer) cleanup(lo netlink.Link) {
 		ones, _ := a.Mask.Size()
 		p := netip.PrefixFrom(ip.Unmap(), ones)
 		if p.IsSingleIP() && contains(d.VIPs, p.Addr()) {
-			_ = netlink.AddrDel(lo, &a)
+			_ = d.nl.AddrDel(d.lo, &a)
 		}
 	}
 }

@@ -21,3 +21,6 @@ type Drainer struct {
 
 // Run fails off Linux.
 func (d *Drainer) Run(ctx context.Context) error { return errors.New("drain: Linux only") }
+
+// SetStandby does nothing off Linux.
+func (d *Drainer) SetStandby(vips []netip.Addr, on bool) {}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 )
 
 // The hand-over relay. When a holder gives a VIP up gracefully (keepalived
@@ -23,10 +24,20 @@ import (
 // one (its handshake's ACK) or a TIME_WAIT is found first and stays here; a
 // SYN is always ours. The rule matches only VIPs in its map, and an element
 // enters the map when the node hears the priority-0 advert of the resigning
-// holder: before its own keepalived takes over (that waits the skew time:
-// 1.4 ms at priority 250, 11 ms at 210, with 60-ms adverts), and it expires
-// by itself after DefaultRelay, well before the old holder drops its copy
-// on lo.
+// holder, and expires by itself after DefaultRelay, well before the old
+// holder drops its copy on lo.
+//
+// The element is put there by the kernel, from the advert itself, as the
+// packet arrives: a rule per VIP and position in the advert's address list
+// matches it and updates the map. It must be there before this node's own
+// keepalived takes over, which waits only the skew time (1.4 ms at priority
+// 250, 11 ms at 210, with 60-ms adverts). lbconfig also adds it when its
+// listener hears the advert (Relay.Observe, 0.06-0.4 ms of netlink), for
+// the log, the metric and a second hand-over within DefaultRelay (the
+// kernel's update keeps an element's old target); on its own that lost the
+// race on a busy node: with one core kept busy, the priority-250 node reset
+// a connection open at the flip in 1 of 6 runs of the lab's IPv6 graceful
+// stops.
 
 // DefaultRelay is how long a resigned VIP's stray packets are relayed: half
 // the old holder's DefaultDrain, which started when it resigned, so a
@@ -42,24 +53,58 @@ const (
 )
 
 // RelaySetupScript is the nft script that (re)creates the relay tables for
-// iface, with empty maps.
-func RelaySetupScript(iface string) (string, error) {
+// iface, with empty maps whose elements last d, and the rules that learn
+// the resignations of vips from the adverts arriving on iface (the VIPs a
+// node would keep on lo: see DrainCopy).
+func RelaySetupScript(iface string, vips []netip.Addr, d time.Duration) (string, error) {
 	if !validIfname(iface) {
 		return "", fmt.Errorf("relay: bad interface name %q", iface)
 	}
+	if d < time.Millisecond {
+		return "", fmt.Errorf("relay: duration %v: want at least 1ms", d)
+	}
 	s := RelayTeardownScript()
-	for _, f := range []struct{ family, addr string }{{"ip", "ipv4_addr"}, {"ip6", "ipv6_addr"}} {
+	for _, f := range []struct {
+		family, addr, proto, fib string
+		bits                     int
+	}{
+		{"ip", "ipv4_addr", "ip protocol vrrp", "fib saddr type != local", 32},
+		{"ip6", "ipv6_addr", "meta l4proto vrrp", "fib saddr . iif type != local", 128},
+	} {
+		var fam []netip.Addr
+		for _, v := range vips {
+			if v = v.Unmap(); v.BitLen() == f.bits && !slices.Contains(fam, v) {
+				fam = append(fam, v)
+			}
+		}
+		// An advert of ours carries some of our VIPs of its family, in any
+		// order: each VIP at each position up to their number. Offsets are
+		// bits into the VRRP header: version and type at 0 (0x31, a v3
+		// advertisement, as lbconfig configures keepalived; nft 1.0.6 cannot
+		// list a match on the type's 4 bits), priority at 16, address count
+		// at 24, the addresses from 64.
+		var learn string
+		for _, v := range fam {
+			for i := range fam {
+				learn += fmt.Sprintf("\t\t@th,24,8 > %d @th,%d,%d 0x%x update @%s { %s : %s saddr }\n",
+					i, 64+i*f.bits, f.bits, v.AsSlice(), RelayMap, v, f.family)
+			}
+		}
 		s += fmt.Sprintf(`table %[1]s %[2]s {
 	map %[5]s {
 		type %[3]s : %[3]s
-		flags timeout
+		flags dynamic,timeout
+		timeout %[6]dms
 	}
+	chain learn {
+%[9]s	}
 	chain prerouting {
 		type filter hook prerouting priority raw; policy accept;
+		iifname "%[4]s" %[7]s @th,0,8 0x31 @th,16,8 0 %[8]s jump learn
 		iifname "%[4]s" tcp flags & syn == 0 socket wildcard 1 counter dup to %[1]s daddr map @%[5]s device "%[4]s" drop
 	}
 }
-`, f.family, RelayTable, f.addr, iface, RelayMap)
+`, f.family, RelayTable, f.addr, iface, RelayMap, d.Milliseconds(), f.proto, f.fib, learn)
 	}
 	return s, nil
 }

@@ -16,8 +16,9 @@ import (
 )
 
 // Relay keeps the hand-over relay's nftables tables (see relay.go) while it
-// runs (with the nft binary) and fills their maps (over netlink) from the
-// adverts a Listener hears (Observe). Needs CAP_NET_ADMIN.
+// runs (with the nft binary): the kernel fills their maps from the adverts
+// that arrive, and Observe does too (over netlink) from the adverts a
+// Listener hears, telling Relayed. Needs CAP_NET_ADMIN.
 type Relay struct {
 	Interface string
 	VIPs      []netip.Addr
@@ -39,7 +40,16 @@ type Relay struct {
 // They go to the network namespace of the calling thread, as the maps
 // Observe fills go to its caller's.
 func (r *Relay) Run(ctx context.Context) error {
-	setup, err := RelaySetupScript(r.Interface)
+	// The kernel learns only the VIPs a resigning node keeps on lo, as this
+	// one would (the nodes share their sysctls; read once: Observe reads
+	// arp_ignore at each advert).
+	var learn []netip.Addr
+	for _, vip := range r.VIPs {
+		if DrainCopy(netip.PrefixFrom(vip.Unmap(), vip.Unmap().BitLen()), r.VIPs, arpIgnore(r.Interface)) {
+			learn = append(learn, vip)
+		}
+	}
+	setup, err := RelaySetupScript(r.Interface, learn, r.duration())
 	if err != nil {
 		return err
 	}
@@ -70,10 +80,7 @@ func (r *Relay) Observe(o Observation) {
 	if !r.ready.Load() {
 		return
 	}
-	d := r.For
-	if d <= 0 {
-		d = DefaultRelay
-	}
+	d := r.duration()
 	now := time.Now()
 	for _, vip := range ResignedVIPs(o, r.VIPs, r.Own) {
 		// Only to a node that keeps the VIP on lo, as this one would (the
@@ -148,6 +155,14 @@ func (r *Relay) add(vip, to netip.Addr, d time.Duration) error {
 		return err
 	}
 	return c.Flush()
+}
+
+// duration is how long a resigned VIP is relayed.
+func (r *Relay) duration() time.Duration {
+	if r.For <= 0 {
+		return DefaultRelay
+	}
+	return r.For
 }
 
 func (r *Relay) fail(err error) {

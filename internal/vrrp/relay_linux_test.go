@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,18 +155,33 @@ func (l *relayLab) handOver(t *testing.T) {
 
 func TestRelayHandOver(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		relay bool // the new node heard the old one resign
-		v6    bool
+		name string
+		// How the new node learns of the resignation: "observe" (lbconfig's
+		// listener heard it), "advert" (only the kernel sees the advert:
+		// lbconfig is late), "advert 100" (an advert that resigns nothing),
+		// "advert other" (another VIP resigned) or "" (nothing).
+		how string
+		v6  bool
 	}{
-		{"relayed", true, false},
-		{"not relayed", false, false},
-		{"IPv6 relayed", true, true},
-		{"IPv6 not relayed", false, true},
+		{"relayed", "observe", false},
+		{"relayed by the kernel", "advert", false},
+		{"a holder's advert", "advert 100", false},
+		{"another VIP resigned", "advert other", false},
+		{"not relayed", "", false},
+		{"IPv6 relayed", "observe", true},
+		{"IPv6 relayed by the kernel", "advert", true},
+		{"IPv6 holder's advert", "advert 100", true},
+		{"IPv6 not relayed", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newRelayLab(t, fmt.Sprintf("r%v%v", map[bool]string{true: "l", false: "n"}[tc.relay], map[bool]int{true: 6, false: 4}[tc.v6]), tc.v6)
-			r := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip}, For: 400 * time.Millisecond}
+			l := newRelayLab(t, fmt.Sprintf("r%d", len(t.Name())%97), tc.v6)
+			// A second VIP of the group, which the old node resigns too (or
+			// alone, "advert other").
+			other := netip.MustParseAddr("198.51.100.99")
+			if tc.v6 {
+				other = netip.MustParseAddr("2001:db8:1::99")
+			}
+			r := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip, other}, For: 400 * time.Millisecond}
 			relayed := make(chan netip.Addr, 1)
 			r.Relayed = func(_, to netip.Addr) { relayed <- to }
 			r.Failed = func(err error) { t.Error(err) }
@@ -175,9 +191,11 @@ func TestRelayHandOver(t *testing.T) {
 			if got, err := ask(c, "a"); err != nil || got != l.old+":a" {
 				t.Fatalf("before the hand-over: %q, %v; want the old node's answer", got, err)
 			}
-			if tc.relay {
+			src := l.oldSource(t)
+			want := tc.how == "observe" || tc.how == "advert"
+			switch tc.how {
+			case "observe":
 				// From the new node's namespace: Observe reads its arp_ignore.
-				src := l.oldSource(t)
 				inNS(t, l.new, func() {
 					r.Observe(Observation{Source: src, Advert: Advert{Version: 3, VRID: 1, Priority: 0, Addresses: []netip.Addr{l.vip}}})
 				})
@@ -189,10 +207,26 @@ func TestRelayHandOver(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					t.Fatal("no relay 5 s after the resignation")
 				}
+			case "advert", "advert 100", "advert other":
+				// The VIP second in the list: the rules look at every position.
+				a := Advert{Version: 3, VRID: 1, Interval: 60 * time.Millisecond, Addresses: []netip.Addr{other, l.vip}}
+				switch tc.how {
+				case "advert 100":
+					a.Priority = 100
+				case "advert other":
+					a.Addresses = []netip.Addr{other}
+				}
+				l.sendAdvert(t, src, a)
+			}
+			// The kernel's update is done when the packet has passed the
+			// hook: the map already says, whoever wrote it.
+			m := nftIn(t, l.new, "list", "map", map[bool]string{false: "ip", true: "ip6"}[tc.v6], RelayTable, RelayMap)
+			if got := strings.Contains(m, l.vip.String()+" ") && strings.Contains(m, ": "+src.String()); got != want {
+				t.Fatalf("relay map on the new node (want an element for %s: %v):\n%s", l.vip, want, m)
 			}
 			l.handOver(t)
 			got, err := ask(c, "b")
-			if tc.relay {
+			if want {
 				if err != nil || got != l.old+":b" {
 					t.Fatalf("open connection after the hand-over: %q, %v; want the old node to finish it", got, err)
 				}
@@ -202,7 +236,7 @@ func TestRelayHandOver(t *testing.T) {
 			if got, err := ask(l.dial(t), "c"); err != nil || got != l.new+":c" {
 				t.Fatalf("new connection after the hand-over: %q, %v; want the new node's answer", got, err)
 			}
-			if !tc.relay {
+			if !want {
 				return
 			}
 			// The relay ends by itself (the map's timeout): the old node's
@@ -213,6 +247,50 @@ func TestRelayHandOver(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendAdvert sends a from the old node as keepalived does: to the VRRP
+// group on the link (IPv6, from the link-local address src), or for IPv4
+// straight to the new node (the namespaces have no multicast route).
+func (l *relayLab) sendAdvert(t *testing.T, src netip.Addr, a Advert) {
+	t.Helper()
+	dst, network, zone := netip.MustParseAddr("198.51.100.12"), "ip4:112", ""
+	if l.vip.Is6() {
+		dst, network, zone = netip.MustParseAddr("ff02::12"), "ip6:112", "eth0"
+	}
+	b, err := a.Marshal(src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inNS(t, l.old, func() {
+		var c net.PacketConn
+		if c, err = net.ListenPacket(network, ""); err != nil {
+			return
+		}
+		defer c.Close()
+		if zone != "" {
+			// The index: Go caches names across namespaces.
+			var ifi *net.Interface
+			if ifi, err = net.InterfaceByName(zone); err != nil {
+				return
+			}
+			zone = strconv.Itoa(ifi.Index)
+		}
+		// A fresh interface has its IPv6 multicast route once addrconf's
+		// work has run: until then, unreachable.
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, err = c.WriteTo(b, &net.IPAddr{IP: dst.AsSlice(), Zone: zone})
+			if !errors.Is(err, syscall.ENETUNREACH) || time.Now().After(deadline) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("advert from the old node: %v", err)
+	}
+	// Received when the new node's counter of VRRP packets moves; the
+	// advert has then been through the hook.
+	time.Sleep(50 * time.Millisecond)
 }
 
 // startRelay runs r on a thread in namespace ns (nft, run from it, works
@@ -298,10 +376,11 @@ func TestRelayObserve(t *testing.T) {
 		t.Errorf("relayed %v, want %v", relayed, want)
 	}
 	m4, m6 := nftIn(t, ns, "list", "map", "ip", RelayTable, RelayMap), nftIn(t, ns, "list", "map", "ip6", RelayTable, RelayMap)
-	if !strings.Contains(m4, "198.51.100.100 timeout 1m") || !strings.Contains(m4, ": 198.51.100.11") || strings.Contains(m4, "192.0.2.1") {
+	// For is the map's own timeout, so an element shows only its expiry.
+	if !strings.Contains(m4, "198.51.100.100 expires 59s") || !strings.Contains(m4, ": 198.51.100.11") || strings.Contains(m4, "192.0.2.1") {
 		t.Errorf("IPv4 map:\n%s", m4)
 	}
-	if !strings.Contains(m6, "2001:db8::100 timeout 1m") || !strings.Contains(m6, ": fe80::11") {
+	if !strings.Contains(m6, "2001:db8::100 expires 59s") || !strings.Contains(m6, ": fe80::11") {
 		t.Errorf("IPv6 map:\n%s", m6)
 	}
 	// Another node resigns the same VIP later (after For/4): replaced.
@@ -328,7 +407,7 @@ func TestRelayScriptsKernel(t *testing.T) {
 		}
 		return nftIn(t, ns, "list", "ruleset")
 	}
-	setup, err := RelaySetupScript("eth0")
+	setup, err := RelaySetupScript("eth0", []netip.Addr{netip.MustParseAddr("198.51.100.100"), netip.MustParseAddr("2001:db8::100")}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRelaySetupScript(t *testing.T) {
-	s, err := RelaySetupScript("bond0.42")
+	v4, v6 := netip.MustParseAddr("198.51.100.100"), netip.MustParseAddr("2001:db8::100")
+	s, err := RelaySetupScript("bond0.42", []netip.Addr{v4, netip.MustParseAddr("::ffff:198.51.100.101"), v6, v4}, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,16 +19,35 @@ func TestRelaySetupScript(t *testing.T) {
 		"table ip6 infradns_relay {}\ndelete table ip6 infradns_relay\n",
 		`iifname "bond0.42" tcp flags & syn == 0 socket wildcard 1 counter dup to ip daddr map @resigned device "bond0.42" drop`,
 		`iifname "bond0.42" tcp flags & syn == 0 socket wildcard 1 counter dup to ip6 daddr map @resigned device "bond0.42" drop`,
-		"type ipv4_addr : ipv4_addr", "type ipv6_addr : ipv6_addr",
+		"type ipv4_addr : ipv4_addr", "type ipv6_addr : ipv6_addr", "flags dynamic,timeout\n\t\ttimeout 500ms\n",
+		// Resignations (priority 0) in a VRRPv3 advertisement, not our own.
+		`iifname "bond0.42" ip protocol vrrp @th,0,8 0x31 @th,16,8 0 fib saddr type != local jump learn`,
+		`iifname "bond0.42" meta l4proto vrrp @th,0,8 0x31 @th,16,8 0 fib saddr . iif type != local jump learn`,
+		// Each VIP at each position of a list as long as the family's VIPs.
+		"@th,24,8 > 0 @th,64,32 0xc6336464 update @resigned { 198.51.100.100 : ip saddr }",
+		"@th,24,8 > 1 @th,96,32 0xc6336464 update @resigned { 198.51.100.100 : ip saddr }",
+		"@th,24,8 > 0 @th,64,32 0xc6336465 update @resigned { 198.51.100.101 : ip saddr }",
+		"@th,24,8 > 1 @th,96,32 0xc6336465 update @resigned { 198.51.100.101 : ip saddr }",
+		"@th,24,8 > 0 @th,64,128 0x20010db8000000000000000000000100 update @resigned { 2001:db8::100 : ip6 saddr }",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("setup script lacks %q:\n%s", want, s)
 		}
 	}
+	// The duplicate and the mapped form count once: two IPv4 VIPs, one IPv6.
+	if n := strings.Count(s, "update @resigned"); n != 2*2+1 {
+		t.Errorf("%d learning rules, want 5:\n%s", n, s)
+	}
+	if strings.Contains(s, "@th,128,") {
+		t.Errorf("a position beyond the number of VIPs:\n%s", s)
+	}
 	for _, bad := range []string{"", "eth0\" drop; #", "a-very-long-interface-name", "eth 0", "eth0/1"} {
-		if s, err := RelaySetupScript(bad); err == nil {
+		if s, err := RelaySetupScript(bad, nil, time.Second); err == nil {
 			t.Errorf("RelaySetupScript(%q) = %q, want an error", bad, s)
 		}
+	}
+	if s, err := RelaySetupScript("eth0", nil, 0); err == nil {
+		t.Errorf("RelaySetupScript with no duration = %q, want an error", s)
 	}
 }
 

@@ -235,10 +235,11 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	defer release()
 
 	if ann := l.announcer(); ann != nil {
-		defer l.startProbers(ctx, ctl.Model, nil, ann)()
+		defer l.startProbers(ctx, ctl.Model, nil, ann, nil)()
 	}
 	if _, ok := l.outputs[lb.Keepalived]; ok {
-		defer l.startProbers(ctx, ctl.Model, gate, nil)()
+		drainer := newDrainer(ctl.Model)
+		defer l.startProbers(ctx, ctl.Model, gate, nil, drainer.SetStandby)()
 		var heard *vrrp.Heard
 		if l.guardWindow > 0 {
 			gd := newGuard(ctl.Model, l.guardWindow)
@@ -256,7 +257,8 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		}
 		sc := newSplitCheck(ctl.Model, heard)
 		hb := newHolderBoost(ctl.Model, heard)
-		defer l.startDrainer(ctx, ctl.Model, hb.changed)()
+		drainer.Changed = hb.changed
+		defer startDrainer(ctx, drainer)()
 		defer sc.run(ctx)()
 		defer hb.run(ctx)()
 		gate := ctl.Gate
@@ -352,18 +354,21 @@ func retryLoop(ctx context.Context, f func() (done bool, err error)) {
 
 // startProbers keeps the VIP groups in step with their health checks, one
 // prober per check (api, ingress): with VRRP (gate set) it writes the track
-// files of every group the check gates, in BGP mode (ann set) it feeds the
-// verdicts to the announcer, which withdraws at once. They stop with ctx,
-// and the returned func waits for them.
-func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.ClaimGate, ann *bgp.Announcer) (wait func()) {
+// files of every group the check gates and tells standby (the drainer's
+// IPv6 copies) each verdict for their VIPs, in BGP mode (ann set) it feeds
+// the verdicts to the announcer, which withdraws at once. They stop with
+// ctx, and the returned func waits for them.
+func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.ClaimGate, ann *bgp.Announcer, standby func([]netip.Addr, bool)) (wait func()) {
 	var wg sync.WaitGroup
 	for _, check := range []string{cluster.CheckAPI, cluster.CheckIngress} {
 		url := m.HealthURL(check)
 		var paths []string
+		var vips []netip.Addr
 		gated := false
 		for _, g := range m.Groups() {
 			if g.Check == check && len(g.VIPs) > 0 {
 				gated = true
+				vips = append(vips, g.VIPs...)
 				if gate != nil {
 					paths = append(paths, lb.TrackPath(m, g.Name))
 				}
@@ -377,6 +382,9 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 				// No check of ours: eligible is enough to announce.
 				ann.SetHealth(check, true)
 			}
+			// Nor a standby copy on lo: without a check nothing says this
+			// node serves the VIP (its own connections would meet no
+			// listener).
 			continue
 		}
 		what := strings.Join(paths, " ")
@@ -389,6 +397,9 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 				if ann != nil {
 					ann.SetHealth(check, ok)
 				}
+				if standby != nil {
+					standby(vips, ok)
+				}
 			},
 			WriteFailed: func(err error) { log.Warningf("%s health: %v", check, err) },
 		}
@@ -400,18 +411,22 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 	return wg.Wait
 }
 
-// startDrainer keeps each VIP keepalived releases on lo for a second (see
-// vrrp.Drainer); the returned func waits for it to stop.
-func (l *LBConfig) startDrainer(ctx context.Context, m *cluster.Model, changed func()) (wait func()) {
-	d := &vrrp.Drainer{
+// newDrainer is the drainer of the VIPs of m (see vrrp.Drainer).
+func newDrainer(m *cluster.Model) *vrrp.Drainer {
+	return &vrrp.Drainer{
 		Interface: m.Interface(),
 		VIPs:      m.VIPs(),
-		Changed:   changed,
 		Kept: func(p netip.Prefix) {
 			log.Infof("%s left %s: kept on lo for %s so clients that still send here are served", p, m.Interface(), vrrp.DefaultDrain)
 		},
 		Failed: func(p netip.Prefix, err error) { log.Warningf("drain copy of %s on lo: %v", p, err) },
 	}
+}
+
+// startDrainer keeps each VIP keepalived releases on lo for a second, and
+// the IPv6 VIPs on standby there (see vrrp.Drainer); the returned func
+// waits for it to stop.
+func startDrainer(ctx context.Context, d *vrrp.Drainer) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

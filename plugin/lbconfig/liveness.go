@@ -22,12 +22,21 @@ const liveTimeout = 250 * time.Millisecond
 // liveFresh is how long a probe's answer stands.
 const liveFresh = time.Second
 
+// liveSlow is how late an answer may come and still say the peer serves:
+// a later one comes from a node that was paused while the probe waited and
+// has just resumed (its keepalived still thinks it holds the VIP, and yields
+// a moment later). Counted Live, it made a backup that had taken the VIP
+// over step down for it (lab: 1 of 7 runs of TestVRRPPausedHolder, three
+// moves for one pause).
+const liveSlow = 120 * time.Millisecond
+
 // probeLive asks a peer's health endpoint (http://host:port/path) whether
 // the peer's processes run. Only a connection accepted and then left
-// without an answer says Dead: that is a paused node, whose kernel
-// completes the handshake for a listener that nobody reads. A refused or
-// unreachable one says nothing about a split-brain keeper (the endpoint may
-// not listen there, unicast may be filtered): Live, the rule as before.
+// without an answer, or answered after liveSlow, says Dead: that is a
+// paused node, whose kernel completes the handshake for a listener that
+// nobody reads (until it resumes). A refused or unreachable one says
+// nothing about a split-brain keeper (the endpoint may not listen there,
+// unicast may be filtered): Live, the rule as before.
 func probeLive(ctx context.Context, hostport, path string) vrrp.Liveness {
 	d := net.Dialer{Timeout: liveTimeout}
 	c, err := d.DialContext(ctx, "tcp", hostport)
@@ -35,12 +44,16 @@ func probeLive(ctx context.Context, hostport, path string) vrrp.Liveness {
 		return vrrp.Live
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(liveTimeout))
+	sent := time.Now()
+	_ = c.SetDeadline(sent.Add(liveTimeout))
 	if _, err := c.Write([]byte("GET " + path + " HTTP/1.0\r\nHost: " + hostport + "\r\n\r\n")); err != nil {
 		return vrrp.Live
 	}
 	var b [1]byte
 	if _, err := c.Read(b[:]); err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return vrrp.Dead
+	}
+	if time.Since(sent) > liveSlow {
 		return vrrp.Dead
 	}
 	return vrrp.Live

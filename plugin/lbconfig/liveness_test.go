@@ -15,7 +15,7 @@ import (
 // answers (Dead); a serving one answers (Live); one with nothing listening
 // says nothing about a keeper (Live, the rule as before).
 func TestProbeLive(t *testing.T) {
-	listen := func(t *testing.T, answer bool) string {
+	listen := func(t *testing.T, answer bool, after time.Duration) string {
 		t.Helper()
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -29,6 +29,7 @@ func TestProbeLive(t *testing.T) {
 					if err != nil {
 						return
 					}
+					time.Sleep(after)
 					_, _ = c.Write([]byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"))
 					c.Close()
 				}
@@ -52,8 +53,12 @@ func TestProbeLive(t *testing.T) {
 		addr func(*testing.T) string
 		want vrrp.Liveness
 	}{
-		{"answers (even 503)", func(t *testing.T) string { return listen(t, true) }, vrrp.Live},
-		{"accepts, never answers", func(t *testing.T) string { return listen(t, false) }, vrrp.Dead},
+		{"answers (even 503)", func(t *testing.T) string { return listen(t, true, 0) }, vrrp.Live},
+		{"answers a little late", func(t *testing.T) string { return listen(t, true, liveSlow/4) }, vrrp.Live},
+		// A node resuming from a pause answers the probe that waited for it:
+		// it was not serving until then.
+		{"answers after a stall", func(t *testing.T) string { return listen(t, true, liveSlow+50*time.Millisecond) }, vrrp.Dead},
+		{"accepts, never answers", func(t *testing.T) string { return listen(t, false, 0) }, vrrp.Dead},
 		{"nothing listening", closed, vrrp.Live},
 	}
 	for _, tc := range tests {

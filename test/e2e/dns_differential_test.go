@@ -640,7 +640,7 @@ zone:
 		<-exited
 		logf.Close()
 		if t.Failed() {
-			t.Logf("knotd.log:\n%s", lab.Tail(logPath, 40))
+			lab.Keep(t, "knotd.log", logPath)
 		}
 	})
 	diffWaitSOA(t, addr, "knotd", exited, diffZone, diffRev4, diffRev6)

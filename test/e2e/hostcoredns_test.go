@@ -49,7 +49,7 @@ func startHostCoreDNS(t *testing.T, dir, conf string) *hostCoreDNS {
 		<-c.exited
 		logf.Close()
 		if t.Failed() {
-			t.Logf("coredns.log:\n%s", lab.Tail(logPath, 60))
+			lab.Keep(t, "coredns.log", logPath)
 		}
 	})
 	return c

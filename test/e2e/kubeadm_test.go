@@ -314,10 +314,14 @@ ingressHealthURL: http://127.0.0.1:10254/healthz
 	var kls []*klNode
 	klPodLogsOnFailure(t, &kls)
 	t.Cleanup(func() {
+		var logs []string
 		for _, k := range nodes {
-			if t.Failed() && k.runner != nil {
-				t.Logf("--- %s: kubelet, last 40 lines:\n%s", k.n.Name, lab.Tail(k.runner.LogPath, 40))
+			if k.runner != nil {
+				logs = append(logs, k.runner.LogPath)
 			}
+		}
+		if t.Failed() {
+			lab.Keep(t, "kubelet logs", logs...)
 		}
 	})
 	for i, n := range ls {

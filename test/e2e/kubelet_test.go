@@ -94,12 +94,12 @@ func klPodLogsOnFailure(t *testing.T, nodes *[]*klNode) {
 		if !t.Failed() {
 			return
 		}
+		var logs []string
 		for _, k := range *nodes {
-			logs, _ := filepath.Glob(k.path("/var/log/pods/*/*/*.log"))
-			for _, f := range logs {
-				t.Logf("--- %s: %s, last 30 lines:\n%s", k.n.Name, strings.TrimPrefix(f, k.path("")), lab.Tail(f, 30))
-			}
+			l, _ := filepath.Glob(k.path("/var/log/pods/*/*/*.log"))
+			logs = append(logs, l...)
 		}
+		lab.Keep(t, "pod logs", logs...)
 	})
 }
 

@@ -400,8 +400,8 @@ func (v *vrrpLab) stopKeepalived(h int) (to int, moved time.Duration, st vrrpCli
 	// still sent to its MAC (the VIP's copy on lo) and finishes the
 	// connections open at the ARP flip (relayed back to it).
 	if st.failed > 0 {
-		v.t.Errorf("keepalived stopped on %s: %d of %d requests failed (last: %s, steady after %d ms); want 0",
-			vn.n.Name, st.failed, st.requests, st.lastErr, vrrpMS(st.outage))
+		v.t.Errorf("keepalived stopped on %s: %d of %d requests failed (last: %s, steady after %d ms; the slowest failure started at %d ms, ran %d ms); want 0",
+			vn.n.Name, st.failed, st.requests, st.lastErr, vrrpMS(st.outage), vrrpMS(st.slowStart), vrrpMS(st.slowTook))
 	}
 	// The new holder heard the resignation and relayed the connections
 	// still open on the old one back to it (vrrp.Relay).

@@ -150,7 +150,7 @@ func New(t testing.TB, cfg Config) *Lab {
 	register(l)
 	t.Cleanup(func() {
 		if t.Failed() {
-			l.DumpLogs(40)
+			l.KeepLogs()
 		}
 		if err := l.Close(); err != nil {
 			t.Errorf("lab: teardown: %v", err)
@@ -404,14 +404,39 @@ func (l *Lab) Close() error {
 	return l.closeErr
 }
 
-// DumpLogs writes the last lines of every process log to the test log.
-func (l *Lab) DumpLogs(lines int) {
-	l.mu.Lock()
-	procs := slices.Clone(l.procs)
-	l.mu.Unlock()
-	for _, p := range procs {
-		l.t.Logf("--- %s/%s (%s), last %d lines:\n%s", p.Node.Name, p.Name, p.LogPath, lines, Tail(p.LogPath, lines))
+// KeepLogs copies the process logs of a failed test out of its temporary
+// directory (which the test removes) and says where, in one line (Keep).
+func (l *Lab) KeepLogs() {
+	Keep(l.t, "lab "+l.prefix+": process logs", l.logDir+"/.")
+}
+
+// Keep copies the files or directories at paths (a directory ending in
+// "/." gives its contents; anything else is named after its whole path) to
+// a new directory under the system's temporary
+// one that outlives the test, and logs one line saying where. The logs of a
+// failed test go there, not to the test log: CI shows the last lines before
+// a test's FAIL, and those must be the test's own failure messages.
+func Keep(t testing.TB, what string, paths ...string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "infradns-e2e-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	for _, p := range paths {
+		if err != nil {
+			break
+		}
+		to := dir
+		if !strings.HasSuffix(p, "/.") {
+			// Several nodes' logs often share a base name.
+			to = filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_"))
+		}
+		if out, cerr := exec.Command("cp", "-a", p, to).CombinedOutput(); cerr != nil {
+			err = fmt.Errorf("%v: %s", cerr, out)
+		}
 	}
+	if err != nil {
+		t.Logf("%s: not kept: %v", what, err)
+		return
+	}
+	t.Logf("%s of the failed run kept in %s", what, dir)
 }
 
 // Tail returns the last n lines of the file at path (or why it could not).
