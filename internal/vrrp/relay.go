@@ -68,8 +68,8 @@ func RelaySetupScript(iface string, vips []netip.Addr, d time.Duration) (string,
 		family, addr, proto, fib string
 		bits                     int
 	}{
-		{"ip", "ipv4_addr", "ip protocol vrrp", "fib saddr type != local", 32},
-		{"ip6", "ipv6_addr", "meta l4proto vrrp", "fib saddr . iif type != local", 128},
+		{"ip", "ipv4_addr", "ip protocol 112", "fib saddr type != local", 32},
+		{"ip6", "ipv6_addr", "meta l4proto 112", "fib saddr . iif type != local", 128},
 	} {
 		var fam []netip.Addr
 		for _, v := range vips {
@@ -77,6 +77,9 @@ func RelaySetupScript(iface string, vips []netip.Addr, d time.Duration) (string,
 				fam = append(fam, v)
 			}
 		}
+		// VRRP is protocol 112 by number: nft resolves names through
+		// /etc/protocols, which the image does not have.
+		//
 		// An advert of ours carries some of our VIPs of its family, in any
 		// order: each VIP at each position up to their number. Offsets are
 		// bits into the VRRP header: version and type at 0 (0x31, a v3

@@ -21,8 +21,8 @@ func TestRelaySetupScript(t *testing.T) {
 		`iifname "bond0.42" tcp flags & syn == 0 socket wildcard 1 counter dup to ip6 daddr map @resigned device "bond0.42" drop`,
 		"type ipv4_addr : ipv4_addr", "type ipv6_addr : ipv6_addr", "flags dynamic,timeout\n\t\ttimeout 500ms\n",
 		// Resignations (priority 0) in a VRRPv3 advertisement, not our own.
-		`iifname "bond0.42" ip protocol vrrp @th,0,8 0x31 @th,16,8 0 fib saddr type != local jump learn`,
-		`iifname "bond0.42" meta l4proto vrrp @th,0,8 0x31 @th,16,8 0 fib saddr . iif type != local jump learn`,
+		`iifname "bond0.42" ip protocol 112 @th,0,8 0x31 @th,16,8 0 fib saddr type != local jump learn`,
+		`iifname "bond0.42" meta l4proto 112 @th,0,8 0x31 @th,16,8 0 fib saddr . iif type != local jump learn`,
 		// Each VIP at each position of a list as long as the family's VIPs.
 		"@th,24,8 > 0 @th,64,32 0xc6336464 update @resigned { 198.51.100.100 : ip saddr }",
 		"@th,24,8 > 1 @th,96,32 0xc6336464 update @resigned { 198.51.100.100 : ip saddr }",
