@@ -167,8 +167,9 @@ func (sc *splitCheck) loop(ctx context.Context, self vrrp.MAC) {
 	// answer from before that says nothing about the peer now: a backup
 	// that had probed the holder just before the holder paused took the
 	// group over and stepped down for the paused holder on that answer
-	// (lab: 3 of 5 runs of TestVRRPPausedHolder right after TestVRRPNemesis, the
-	// paused node being the one that took over in the round before).
+	// (lab: 3 of 5 runs of TestVRRPPausedHolder right after
+	// TestVRRPNemesis, the paused node being the one that took over in the
+	// round before).
 	heldSince := map[string]time.Time{}
 	last := time.Now()
 	for {
@@ -352,13 +353,12 @@ func nodeIPv4(present []netip.Prefix, groups []splitGroup) netip.Addr {
 	return netip.IPv4Unspecified()
 }
 
-// holdsAny says whether one of vips is among the interface's addresses.
 // heldVIPs are those of vips present on the interface. A dual-stack group
 // is two keepalived instances, which take over one after the other: an
-// announcement for the family not held yet pointed the clients at a node
-// without the address (the lab's IPv6 client lost a SYN, a 1-s retry, in
-// 3 of 8 graceful stops with a core kept busy: the IPv4 instance took over
-// 20 ms before the IPv6 one).
+// announcement for the family not held yet points the clients at a node
+// without the address (a SYN lost, a 1-s retry). Seen in the lab with a
+// core kept busy: the IPv6 VIP announced 20 ms before the IPv6 instance
+// held it.
 func heldVIPs(present []netip.Prefix, vips []netip.Addr) []netip.Addr {
 	var out []netip.Addr
 	for _, v := range vips {
@@ -369,6 +369,7 @@ func heldVIPs(present []netip.Prefix, vips []netip.Addr) []netip.Addr {
 	return out
 }
 
+// holdsAny says whether one of vips is among the interface's addresses.
 func holdsAny(present []netip.Prefix, vips []netip.Addr) bool {
 	return slices.ContainsFunc(vips, func(v netip.Addr) bool {
 		return slices.ContainsFunc(present, func(p netip.Prefix) bool { return p.Addr() == v })
