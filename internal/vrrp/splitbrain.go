@@ -138,6 +138,7 @@ type SplitBrain struct {
 
 	down          bool
 	conflictSince time.Time
+	liveSince     time.Time // a live lower-MAC peer claimed at every check since
 	downSince     time.Time
 	lastClaim     time.Time
 	keepers       []MAC        // the lower-MAC peers we stepped down for
@@ -193,7 +194,7 @@ func (s *SplitBrain) Step(in SplitInput, now time.Time) SplitEvent {
 		return SplitNone
 	}
 	if !in.Held {
-		s.conflictSince, s.kept = time.Time{}, false
+		s.conflictSince, s.liveSince, s.kept = time.Time{}, time.Time{}, false
 		s.foreignSince, s.foreign = time.Time{}, false
 		return SplitNone
 	}
@@ -210,14 +211,11 @@ func (s *SplitBrain) Step(in SplitInput, now time.Time) SplitEvent {
 		ev = SplitForeign
 	}
 	if len(peers) == 0 {
-		s.conflictSince, s.kept = time.Time{}, false
+		s.conflictSince, s.liveSince, s.kept = time.Time{}, time.Time{}, false
 		return ev
 	}
 	if s.conflictSince.IsZero() {
 		s.conflictSince = now
-	}
-	if now.Sub(s.conflictSince) < confirm {
-		return ev
 	}
 	var keepers []MAC
 	var split []netip.Addr
@@ -241,12 +239,30 @@ func (s *SplitBrain) Step(in SplitInput, now time.Time) SplitEvent {
 			split = append(split, p.VIP)
 		}
 	}
+	// A keeper counts once it has claimed the VIP while serving for half
+	// of Confirm (two checks), not at its first live claim: a paused holder
+	// claims from its kernel for the whole pause, so the conflict is long
+	// confirmed when it resumes, and the gratuitous ARP it sends as it
+	// resumes, before it hears our adverts and yields, made the node that
+	// had taken over step down for it (CI: three moves for one 1 s pause of
+	// TestVRRPPausedHolder).
+	if len(keepers) == 0 {
+		s.liveSince = time.Time{}
+	} else if s.liveSince.IsZero() {
+		s.liveSince = now
+	}
+	if now.Sub(s.conflictSince) < confirm {
+		return ev
+	}
 	if waiting && len(keepers) == 0 {
 		return ev // a keeper's probe has not answered yet
 	}
+	if len(keepers) > 0 && now.Sub(s.liveSince) < confirm/2 {
+		return ev
+	}
 	if len(keepers) > 0 {
 		s.down, s.downSince, s.lastClaim, s.keepers, s.split = true, now, now, keepers, split
-		s.conflictSince, s.kept = time.Time{}, false
+		s.conflictSince, s.liveSince, s.kept = time.Time{}, time.Time{}, false
 		s.foreignSince, s.foreign = time.Time{}, false
 		return SplitStepDown
 	}

@@ -97,6 +97,33 @@ func TestSplitBrain(t *testing.T) {
 			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
 			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
 			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: LiveUnknown}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Live}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Live}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Live}, want: SplitStepDown},
+		}, true},
+		// The paused holder resumes: its service answers, and it claims the
+		// VIP once more (its gratuitous ARP) before it hears our adverts
+		// and yields. The conflict is long confirmed by then; one live
+		// claim is no reason to step down.
+		{"a resumed keeper's last claim is not stepped down for", high, []check{
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}, want: SplitKeptDead},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Live}},
+			{held: true, live: map[MAC]Liveness{low: Live}},
+			{held: true, live: map[MAC]Liveness{low: Live}},
+		}, false},
+		// A keeper that resumes and does not yield is a second holder like
+		// any other: stepped down for once it has claimed while serving for
+		// half of Confirm.
+		{"a resumed keeper that keeps claiming is stepped down for", high, []check{
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Dead}, want: SplitKeptDead},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Live}},
+			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Live}},
 			{held: true, claims: []Claim{peer(low)}, live: map[MAC]Liveness{low: Live}, want: SplitStepDown},
 		}, true},
 		{"of two lower holders, the live one is stepped down for", high, []check{
