@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -35,6 +37,9 @@ const (
 	pass = "PASS"
 	warn = "WARN"
 	fail = "FAIL"
+	// next: not there yet, and not expected yet (install, before the
+	// cluster): what comes next says when it will be.
+	next = "NEXT"
 )
 
 // finding is one line of doctor's report, with what to do when it is not
@@ -67,18 +72,34 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("doctor: unexpected argument %q", fs.Arg(0))
 	}
-	var found []finding
-	add := func(f ...finding) { found = append(found, f...) }
 	f, err := load()
 	if err != nil {
-		add(finding{fail, "cluster file", err.Error(), "fix the file: render-node refuses it too"})
-		return report(out, found)
+		return report(out, []finding{{fail, "cluster file", err.Error(), "fix the file: render-node refuses it too"}})
 	}
+	return report(out, doctorChecks(ctx, f, doctorOpts{root: *root, server: *server, scan: *scanFor}))
+}
+
+// doctorOpts are doctor's settings.
+type doctorOpts struct {
+	root, server string
+	scan         time.Duration
+	// installing: run at the end of install, maybe before the cluster
+	// exists. A kubeconfig that is not there yet and a CoreDNS that does
+	// not answer yet (kubelet has not started the pods) are what comes
+	// next, not failures.
+	installing bool
+}
+
+// doctorChecks are doctor's findings for the node f describes.
+func doctorChecks(ctx context.Context, f nodecfg.File, o doctorOpts) []finding {
+	var found []finding
+	add := func(f ...finding) { found = append(found, f...) }
 	v, err := f.Values()
 	if err != nil {
 		add(finding{fail, "cluster file", err.Error(), "fix the file: render-node refuses it too"})
-		return report(out, found)
+		return found
 	}
+	root, server, scanFor := &o.root, &o.server, &o.scan
 	add(finding{pass, "cluster file", fmt.Sprintf("%s, cluster %s (%s), role %s", f.Name, v.Cluster, v.Domain, v.Role), ""})
 	under := func(p string) string { return filepath.Join(*root, p) }
 	if filepath.Clean(*root) == "/" {
@@ -94,7 +115,15 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 		add(checkFailover(m.Spec(), readVirtualization(under)))
 	}
 
-	if v.Kubeconfig != "" {
+	missing := func(p string) bool {
+		_, err := os.Stat(under(p))
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	switch {
+	case v.Kubeconfig != "" && o.installing && missing(v.Kubeconfig):
+		add(finding{next, "kubeconfig", v.Kubeconfig + " is not there yet: until it is, the pods serve from mDNS and apiServers",
+			"once the API answers: the identities (docs/operator-guide.md, Install on a kubeadm cluster, step 3)"})
+	case v.Kubeconfig != "":
 		add(checkSecretFile("kubeconfig", under(v.Kubeconfig), "chgrp 65532 "+v.Kubeconfig+" && chmod 0640 "+v.Kubeconfig)...)
 		if kc, err := os.ReadFile(under(v.Kubeconfig)); err == nil {
 			add(checkKubeconfigRefs(v.Kubeconfig, kc))
@@ -107,6 +136,8 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 		if shared {
 			add(finding{warn, "DNS identity", "the DNS pod reads lbconfig's kubeconfig, which may write status Leases: the pod that parses the link's packets holds a credential that writes",
 				"set dnsKubeconfig to a kubeconfig of the user infradns-dns (deploy/rbac.yaml), in /etc/kubernetes/" + nodecfg.DNSKubeconfigDirName + "/"})
+		} else if o.installing && missing(v.DNSKubeconfig) {
+			add(finding{next, "DNS kubeconfig", v.DNSKubeconfig + " is not there yet", "once the API answers: the identities (docs/operator-guide.md, Install on a kubeadm cluster, step 3)"})
 		} else {
 			add(checkSecretFile("DNS kubeconfig", under(v.DNSKubeconfig), "chgrp 65532 "+v.DNSKubeconfig+" && chmod 0640 "+v.DNSKubeconfig)...)
 			if kc, err := os.ReadFile(under(v.DNSKubeconfig)); err == nil {
@@ -152,7 +183,12 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 		if f.Node != "" {
 			host = f.Node
 		}
-		add(checkAnswers(addr, v, host)...)
+		answers := checkAnswers(addr, v, host)
+		if o.installing && len(answers) == 1 && answers[0].Verdict == fail && answers[0].Check == "api-int" && strings.HasPrefix(answers[0].Detail, addr+": ") {
+			answers = []finding{{next, "CoreDNS", addr + " does not answer yet: kubelet starts the infradns-coredns pod",
+				"kubeadm init or join (kubelet runs the static pods), then: infradns doctor -f CLUSTER.yaml"}}
+		}
+		add(answers...)
 	}
 
 	if *scanFor > 0 && v.Interface != "" && v.Interface != "auto" && f.Name != "" {
@@ -165,14 +201,17 @@ func doctor(ctx context.Context, args []string, out io.Writer) error {
 			add(finding{fail, "VRRP router IDs", strings.TrimSpace(buf.String() + " " + err.Error()), "routerIDs in the cluster file (every node), or stop the other router; see `infradns vrrp-scan`"})
 		}
 	}
-	return report(out, found)
+	return found
 }
 
 func report(out io.Writer, found []finding) error {
 	failed := 0
 	for _, f := range found {
 		fmt.Fprintf(out, "%s  %-16s %s\n", f.Verdict, f.Check, f.Detail)
-		if f.Verdict != pass && f.Fix != "" {
+		switch {
+		case f.Verdict == next && f.Fix != "":
+			fmt.Fprintf(out, "      %-16s next: %s\n", "", f.Fix)
+		case f.Verdict != pass && f.Fix != "":
 			fmt.Fprintf(out, "      %-16s fix: %s\n", "", f.Fix)
 		}
 		if f.Verdict == fail {

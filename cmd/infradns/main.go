@@ -1,5 +1,6 @@
 // Command infradns is the operator's tool for the infradns stack:
 //
+//	infradns install -f FILE              a node, in one command: render-node, resolver, sysctls, doctor
 //	infradns render-node -f FILE -o DIR   a node's static pods, Corefile and resolver wiring
 //	infradns render -f FILE               keepalived/haproxy configuration without an API
 //	infradns vr-ids CLUSTER | -f FILE     the VRRP router IDs of a cluster
@@ -32,6 +33,11 @@ var version = "dev"
 
 const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags)
 
+  install -f CLUSTER.yaml [-role ROLE] [-node NAME] [-root /] [-dry-run]
+        a node in one command, safe to run again: render-node's files, the
+        resolver wiring for this host (NetworkManager or systemd-resolved,
+        kubelet's resolvConf included), the sysctls, the mDNS key's mode,
+        then doctor; uninstall undoes it
   render-node -f CLUSTER.yaml -o ROOT [-role ROLE] [-node NAME] [-dry-run]
         a node's static pods, Corefile and resolver wiring, checked and
         written atomically under ROOT (/ on the node: its interface and
@@ -52,8 +58,9 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
         on a node: the kubeconfig (reachable, certificate, RBAC), the mDNS key,
         the resolver wiring, CoreDNS's answers, VRRP ID clashes; PASS/WARN/FAIL
   uninstall -f CLUSTER.yaml -o ROOT [-dry-run]
-        remove what render-node wrote (static pods first) and take the node
-        out of resolv.conf; the mDNS key and the kubeconfig stay
+        remove what render-node and install wrote (static pods first), put
+        back what install changed (kubelet's flag, sysctls, units) and take
+        the node out of resolv.conf; the mDNS key and the kubeconfig stay
   gen-key -o FILE [-stage | -promote | -retire]
         the mDNS key file (root:65532, 0640) and the three steps of a
         rotation that loses no name (every key verifies, the last signs)
@@ -74,6 +81,7 @@ var errUsage = errors.New("see usage")
 
 // commands are the subcommands, each with its own flags.
 var commands = map[string]func(ctx context.Context, args []string, out io.Writer) error{
+	"install":     install,
 	"render-node": renderNode,
 	"render":      render,
 	"vr-ids":      vrIDs,

@@ -55,6 +55,8 @@ type kaGuide struct {
 	rbacBlock   string   // step 3's first sh block
 	workerID    string   // step 3's block that makes a worker's identity (on a control-plane node)
 	workerBlock string   // step 3's block run on workers
+	// installBlock is step 1's block: one infradns command per node.
+	installBlock string
 }
 
 func readKubeadmGuide(t *testing.T) kaGuide {
@@ -75,6 +77,9 @@ func readKubeadmGuide(t *testing.T) kaGuide {
 	blocks := shBlocks(sec)
 	var g kaGuide
 	for _, b := range blocks {
+		if strings.Contains(b, "infradns install") && g.installBlock == "" {
+			g.installBlock = b
+		}
 		if strings.Contains(b, "--client-name infradns-worker") && g.workerID == "" {
 			g.workerID = b
 		} else if strings.Contains(b, "kubeadm kubeconfig user") && g.rbacBlock == "" {
@@ -114,10 +119,29 @@ func readKubeadmGuide(t *testing.T) kaGuide {
 	if m := regexp.MustCompile("`--ignore-preflight-errors=(\\S+)`").FindStringSubmatch(sec); m != nil {
 		g.joinIgnore = strings.Split(m[1], ",")
 	}
-	if g.endpoint == "" || g.rbacBlock == "" || g.workerID == "" || g.workerBlock == "" {
-		t.Fatalf("the guide's kubeadm section: endpoint %q, RBAC block %q, worker identity block %q, worker block %q", g.endpoint, g.rbacBlock, g.workerID, g.workerBlock)
+	if g.endpoint == "" || g.rbacBlock == "" || g.workerID == "" || g.workerBlock == "" || g.installBlock == "" {
+		t.Fatalf("the guide's kubeadm section: endpoint %q, RBAC block %q, worker identity block %q, worker block %q, install block %q", g.endpoint, g.rbacBlock, g.workerID, g.workerBlock, g.installBlock)
+	}
+	// Issue 27's budget: one infradns command per node.
+	if cmds := shCommands(g.installBlock); len(cmds) != 1 || !strings.HasPrefix(cmds[0], "infradns install ") || !strings.Contains(cmds[0], "-f cluster.yaml") || !strings.Contains(cmds[0], "-role control-plane") {
+		t.Fatalf("the guide's step 1 must be one `infradns install -f cluster.yaml -role control-plane` per node: %q", cmds)
 	}
 	return g
+}
+
+// shCommands are the commands of a shell block: its lines without
+// comments and blank lines, continuations joined.
+func shCommands(block string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
+		if i := strings.Index(l, "#"); i >= 0 {
+			l = l[:i]
+		}
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // shBlocks returns the contents of the ```sh fenced blocks of md, with the
@@ -356,19 +380,28 @@ ingressHealthURL: http://127.0.0.1:10254/healthz
 		// preflight looks it up).
 		hosts := k.path("/etc/hosts")
 		writeFile(t, hosts, string(mustRead(t, hosts))+fmt.Sprintf("%s %s\n", k.n.IPv4, k.n.Name))
-		if out, err := k.run(ctx, "mkdir", "-p", "/etc/kubernetes/infradns", "/etc/kubernetes/infradns-dns", kaDir); err != nil {
+		if out, err := k.run(ctx, "mkdir", "-p", kaDir); err != nil {
 			t.Fatal(err, out)
 		}
-		if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", k.role, "-node", k.n.Name, "-o", "/"); err != nil {
-			t.Fatalf("render-node: %v", err)
-		} else if k == nodes[0] {
-			t.Logf("render-node on %s:\n%s", k.n.Name, out)
-		}
+		// The host family: NetworkManager, which has its runtime
+		// directory and its resolv.conf with the site's server (no
+		// daemon runs; install finds no nmcli and says so).
 		writeFile(t, k.path("/run/NetworkManager/resolv.conf"), fmt.Sprintf("nameserver %s\n", site.IPv4))
-		if out, err := k.run(ctx, "bash", nodecfg.DispatcherPath, lab.Iface, "up"); err != nil {
-			t.Fatalf("dispatcher: %v", err)
-		} else if want := fmt.Sprintf("nameserver %s\nnameserver %s\nnameserver %s\n", k.n.IPv4, kaAPIVIP, site.IPv4); !strings.Contains(string(mustRead(t, k.path("/etc/resolv.conf"))), want) {
-			t.Fatalf("dispatcher on %s: resolv.conf without %q:\n%s\n%s", k.n.Name, want, mustRead(t, k.path("/etc/resolv.conf")), out)
+		// The guide's step 1 as written, the role and the file's path
+		// this node's.
+		block := strings.ReplaceAll(guide.installBlock, "-f cluster.yaml", "-f "+clusterFile)
+		block = strings.ReplaceAll(block, "-role control-plane", "-role "+k.role)
+		out, err := k.sh(ctx, filepath.Dir(infradns)+":"+bins, block)
+		if err != nil || !strings.Contains(out, "install: PASS") {
+			t.Fatalf("the guide's step 1 (infradns install) on %s: %v\n%s", k.n.Name, err, out)
+		} else if k == nodes[0] {
+			t.Logf("infradns install on %s:\n%s", k.n.Name, out)
+		}
+		if want := fmt.Sprintf("nameserver %s\nnameserver %s\nnameserver %s\n", k.n.IPv4, kaAPIVIP, site.IPv4); !strings.Contains(string(mustRead(t, k.path("/etc/resolv.conf"))), want) {
+			t.Fatalf("install on %s: resolv.conf without %q:\n%s\n%s", k.n.Name, want, mustRead(t, k.path("/etc/resolv.conf")), out)
+		}
+		if got, err := k.run(ctx, "cat", "/proc/sys/net/ipv4/conf/all/arp_ignore"); err != nil || strings.TrimSpace(got) != "1" {
+			t.Fatalf("install on %s: arp_ignore %q, want 1: %v", k.n.Name, got, err)
 		}
 		writeFile(t, filepath.Join(k.dir, "containerd.toml"), fmt.Sprintf(klContainerdConfig, k.dir, pauseName))
 		k.containerd = k.start(t, "containerd", "containerd", "--config", filepath.Join(k.dir, "containerd.toml"))

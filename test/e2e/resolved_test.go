@@ -123,10 +123,12 @@ func aptDownload(dir string, pkgs []string) ([]byte, error) {
 // TestSystemdResolvedReal runs the systemd-resolved mode against a real
 // systemd-resolved (Debian's, on a private D-Bus system bus in the node's
 // namespaces, its link server set over D-Bus as systemd-networkd does from
-// netplan): the unit's ExecStart as rendered, then resolved restarted as the
-// script asks. The cluster domain goes to the node's CoreDNS, other names to
-// the link's server; with the node's CoreDNS down, resolved falls over to
-// the API VIP's.
+// netplan): `infradns install` with a cluster file that names no resolver
+// (it finds resolved's stub and runs the script once), resolved restarted
+// as the script asks, the unit's ExecStart as rendered run again. The
+// cluster domain goes to the node's CoreDNS, other names to the link's
+// server; with the node's CoreDNS down, resolved falls over to the API
+// VIP's. uninstall then undoes what install did.
 func TestSystemdResolvedReal(t *testing.T) {
 	for _, tool := range []string{"dbus-daemon", "dig", "getent", "nsenter", "unshare", "apt-get", "dpkg-deb"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -155,9 +157,11 @@ func TestSystemdResolvedReal(t *testing.T) {
 	n := l.Nodes()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// /usr too: render-node installs the script under /usr/local/libexec.
+	// /usr too: install puts the script under /usr/local/libexec.
 	k := startKLNode(ctx, t, n, t.TempDir(), "/etc", "/var/lib", "/usr")
 
+	// One file for every kind of host: no resolver, no listen. install
+	// finds resolved's stub and wires this node for it.
 	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
 	writeFile(t, clusterFile, fmt.Sprintf(`cluster: rslab
 domain: %s
@@ -165,13 +169,8 @@ apiVIPs: [%s]
 ingressVIPs: [%s]
 interface: %s
 image: %s
-resolver: systemd-resolved
-listen: [%s, lo]
 kubeconfig: /etc/kubernetes/infradns/kubeconfig
-`, domain, vip, ingressVIP, lab.Iface, klImage, lab.Iface))
-	if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", nodecfg.Worker, "-node", n.Name, "-o", "/"); err != nil {
-		t.Fatalf("render-node: %v\n%s", err, out)
-	}
+`, domain, vip, ingressVIP, lab.Iface, klImage))
 
 	// The host as a netplan/networkd machine has it: resolved's stub in
 	// /etc/resolv.conf, its user, its bus policy; then the system bus and
@@ -198,14 +197,49 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 	}
 	startResolved()
 
+	// A systemctl that records what the script asks of it (the lab node
+	// runs no systemd: install runs the script itself, once).
+	shim := filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(shim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	calls := filepath.Join(filepath.Dir(shim), "systemctl.calls")
+	writeFile(t, filepath.Join(shim, "systemctl"), "#!/bin/sh\necho \"$*\" >>"+calls+"\n")
+	if err := os.Chmod(filepath.Join(shim, "systemctl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := "PATH=" + shim + ":/usr/sbin:/usr/bin:/sbin:/bin"
+	// A fresh host's arp_ignore (the lab's nodes have 1): install raises
+	// it, uninstall puts it back.
+	if out, err := k.run(ctx, "sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=0"); err != nil {
+		t.Fatal(err, out)
+	}
+	out, err := k.run(ctx, "env", path, infradns, "install", "-f", clusterFile, "-role", nodecfg.Worker, "-node", n.Name)
+	t.Logf("infradns install:\n%s", out)
+	if err != nil || !strings.Contains(out, "resolver  systemd-resolved: ") || !strings.Contains(out, "listen    ["+lab.Iface+", lo]") || !strings.Contains(out, "install: PASS") {
+		t.Fatalf("infradns install on a systemd-resolved host: %v", err)
+	}
+	if got, err := k.run(ctx, "cat", "/proc/sys/net/ipv4/conf/all/arp_ignore"); err != nil || strings.TrimSpace(got) != "1" {
+		t.Errorf("arp_ignore after install: %q %v, want 1", got, err)
+	}
+	if got, want := string(mustRead(t, k.path(nodecfg.KubeletEnvDebian))), "KUBELET_EXTRA_ARGS=--resolv-conf="+nodecfg.KubeletResolv+"\n"; got != want {
+		t.Errorf("%s: %q, want %q", nodecfg.KubeletEnvDebian, got, want)
+	}
+	if got, _ := os.ReadFile(calls); string(got) != "try-reload-or-restart systemd-resolved.service\n" {
+		t.Fatalf("the script asked systemctl %q, want a restart of resolved once:\n%s", got, out)
+	}
+
 	// The node's CoreDNS, from the rendered Corefile (up before resolved
 	// reads the drop-in: resolved keeps asking whichever server answered
 	// last, so a node's CoreDNS that starts later is only asked once the
 	// API VIP's fails; see below).
 	cd := k.start(t, "coredns", coredns, "-conf", nodecfg.Corefile)
+	lab.Eventually(t, 20*time.Second, 50*time.Millisecond, "the node's CoreDNS answers", func() error {
+		_, err := k.run(ctx, "dig", "+time=1", "+tries=1", "+short", "@"+n.IPv4.String(), "api-int."+domain)
+		return err
+	})
 
-	// The unit, as systemd would run it (its ExecStart as rendered), with a
-	// systemctl that records what the script asks of it.
+	// The unit, as systemd would run it (its ExecStart as rendered).
 	unit := string(mustRead(t, k.path(nodecfg.ResolverService)))
 	var execStart string
 	for _, line := range strings.Split(unit, "\n") {
@@ -216,26 +250,13 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 	if execStart == "" {
 		t.Fatalf("%s has no ExecStart:\n%s", nodecfg.ResolverService, unit)
 	}
-	shim := filepath.Join(t.TempDir(), "bin")
-	if err := os.MkdirAll(shim, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	calls := filepath.Join(filepath.Dir(shim), "systemctl.calls")
-	writeFile(t, filepath.Join(shim, "systemctl"), "#!/bin/sh\necho \"$*\" >>"+calls+"\n")
-	if err := os.Chmod(filepath.Join(shim, "systemctl"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	runUnit := func() string {
 		t.Helper()
-		out, err := k.run(ctx, append([]string{"env", "PATH=" + shim + ":/usr/sbin:/usr/bin:/sbin:/bin"}, strings.Fields(execStart)...)...)
+		out, err := k.run(ctx, append([]string{"env", path}, strings.Fields(execStart)...)...)
 		if err != nil {
 			t.Fatalf("%s: %v", execStart, err)
 		}
 		return out
-	}
-	out := runUnit()
-	if got, _ := os.ReadFile(calls); string(got) != "try-reload-or-restart systemd-resolved.service\n" {
-		t.Fatalf("the script asked systemctl %q, want a restart of resolved once:\n%s", got, out)
 	}
 	// What systemctl would do: restart resolved (networkd pushes the link
 	// servers again).
@@ -293,6 +314,11 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 		t.Fatal(err)
 	}
 	down := time.Now()
+	// resolved answers what it has cached (the node's answers, for their
+	// TTL) without asking: the failover is measured past its cache.
+	if out, err := k.run(ctx, "env", ld, resolvectl, "flush-caches"); err != nil {
+		t.Fatal(err, out)
+	}
 	lab.Eventually(t, 30*time.Second, 200*time.Millisecond, "the cluster domain from the API VIP's CoreDNS", func() error {
 		if got, err := stub(probe); err != nil || got != holderAddr {
 			return fmt.Errorf("%s: %q %v", probe, got, err)
@@ -313,6 +339,26 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 	})
 	if got, err := stub("api-int." + domain); err != nil || got != vip.String() {
 		t.Errorf("api-int.%s once the node's CoreDNS is back: %q %v", domain, got, err)
+	}
+
+	// uninstall undoes what install did: kubelet's flag (the file was
+	// install's), the sysctl, the drop-in and the record. No systemd to
+	// restart kubelet here, so the file kubelet reads stays, and says so.
+	out, err = k.run(ctx, "env", path, infradns, "uninstall", "-f", clusterFile, "-o", "/")
+	t.Logf("infradns uninstall:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{nodecfg.KubeletEnvDebian, nodecfg.ResolvedDropIn, nodecfg.InstallRecord, nodecfg.SysctlConf, nodecfg.ResolverService} {
+		if _, err := os.Lstat(k.path(p)); err == nil {
+			t.Errorf("%s still there after uninstall", p)
+		}
+	}
+	if !strings.Contains(out, "kubelet still reads it") {
+		t.Errorf("uninstall without systemd did not keep %s for kubelet", nodecfg.KubeletResolv)
+	}
+	if got, err := k.run(ctx, "cat", "/proc/sys/net/ipv4/conf/all/arp_ignore"); err != nil || strings.TrimSpace(got) != "0" {
+		t.Errorf("arp_ignore after uninstall: %q %v, want 0 as before install", got, err)
 	}
 }
 
