@@ -88,11 +88,7 @@ func (d *Drainer) sync(p netip.Prefix, refresh bool) {
 	if d.lo == nil {
 		return
 	}
-	c := d.copies[p]
-	if c == nil {
-		c = &loCopy{}
-		d.copies[p] = c
-	}
+	c := d.entry(p)
 	want := c.held || c.drain != nil || (p.IsSingleIP() && d.standby[p.Addr()])
 	switch {
 	case want && (!c.onLo || refresh):
@@ -110,6 +106,16 @@ func (d *Drainer) sync(p netip.Prefix, refresh bool) {
 	if !want {
 		delete(d.copies, p)
 	}
+}
+
+// entry is p's copy state, made when there is none (mu held).
+func (d *Drainer) entry(p netip.Prefix) *loCopy {
+	c := d.copies[p]
+	if c == nil {
+		c = &loCopy{}
+		d.copies[p] = c
+	}
+	return c
 }
 
 // Run watches until ctx ends, then removes the copies it still holds.
@@ -151,21 +157,13 @@ func (d *Drainer) Run(ctx context.Context) error {
 		d.lo, d.nl, d.copies = nil, nil, nil
 	}()
 	eligible := func(p netip.Prefix) bool { return DrainCopy(p, d.VIPs, arpIgnore(d.Interface)) }
-	state := func(p netip.Prefix) *loCopy {
-		c := d.copies[p]
-		if c == nil {
-			c = &loCopy{}
-			d.copies[p] = c
-		}
-		return c
-	}
 	held := func(p netip.Prefix) {
 		if !eligible(p) {
 			return
 		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		c := state(p)
+		c := d.entry(p)
 		if c.drain != nil {
 			c.drain.Stop()
 			c.drain = nil
@@ -179,7 +177,7 @@ func (d *Drainer) Run(ctx context.Context) error {
 		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		c := state(p)
+		c := d.entry(p)
 		if c.drain != nil {
 			c.drain.Stop()
 		}

@@ -239,7 +239,11 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	}
 	if _, ok := l.outputs[lb.Keepalived]; ok {
 		drainer := newDrainer(ctl.Model)
-		defer l.startProbers(ctx, ctl.Model, gate, nil, drainer.SetStandby)()
+		drainer.SetStandby(rememberedStandby(ctl.Model), true)
+		defer l.startProbers(ctx, ctl.Model, gate, nil, func(vips []netip.Addr, on bool) {
+			rememberStandby(vips, on)
+			drainer.SetStandby(vips, on)
+		})()
 		var heard *vrrp.Heard
 		if l.guardWindow > 0 {
 			gd := newGuard(ctl.Model, l.guardWindow)
