@@ -17,3 +17,9 @@ var Templates embed.FS
 //
 //go:embed node/30-infradns-resolv-prepender
 var Dispatcher []byte
+
+// RBAC is rbac.yaml: the three identities' grants, applied by `infradns
+// identities` (internal/identity.RBAC substitutes the ingress namespace).
+//
+//go:embed rbac.yaml
+var RBAC []byte

@@ -299,6 +299,10 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "%-9s %s/\n", nodecfg.Create, n.under(d))
 		}
 	}
+	// The identities, when the node has none yet and can read them.
+	if n.live && v.Kubeconfig != "" && !n.exists(v.Kubeconfig) {
+		installIdentities(ctx, n, v)
+	}
 	runResolver(ctx, n, v, changed, &rec)
 	// Recorded before doctor: what was changed is undone by uninstall
 	// whatever doctor says.
@@ -405,4 +409,39 @@ func runResolver(ctx context.Context, n *node, v nodecfg.Values, changed map[str
 	if changed[rec.KubeletEnv] {
 		fmt.Fprintf(n.out, "%-9s restart kubelet: it reads %s from %s\n", "note", nodecfg.KubeletResolv, rec.KubeletEnv)
 	}
+}
+
+// installIdentities fetches the node's kubeconfigs from the identity
+// Secrets (identities.go) with the credential the node has: kubeadm's
+// administrator's on a control-plane node, else kubelet's on a joined node.
+// With neither (before kubeadm init or join) it does nothing: doctor
+// reports the kubeconfig as what comes next.
+func installIdentities(ctx context.Context, n *node, v nodecfg.Values) {
+	cred := identityCredential(n)
+	if cred == "" {
+		return
+	}
+	cs, _, err := clientFor(n.under(cred))
+	if err != nil {
+		fmt.Fprintf(n.out, "%-9s %s: %v\n", "no identity", cred, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := fetchIdentities(ctx, cs, v, n.root, n.out); err != nil {
+		n.errs = append(n.errs, fmt.Errorf("identities: %w", err))
+	}
+}
+
+// identityCredential is the kubeconfig install reads the identities with:
+// kubeadm's administrator's (a control-plane node), else kubelet's (a
+// joined node: system:node:NAME, which may get the workers' and the DNS
+// pods' identities only), else none ("").
+func identityCredential(n *node) string {
+	for _, p := range []string{adminConf, kubeletConf} {
+		if n.exists(p) {
+			return p
+		}
+	}
+	return ""
 }

@@ -7,6 +7,7 @@
 //	infradns vrrp-scan -interface IF ...  who else speaks VRRP on a link, and clashes with us
 //	infradns status [-f FILE]             who holds each VIP, from the status Leases
 //	infradns doctor -f FILE               on a node: kubeconfig, RBAC, key, resolver, answers
+//	infradns identities -f FILE           the plugins' API identities, from a control-plane node
 //	infradns uninstall -f FILE -o DIR     remove what render-node wrote
 //	infradns gen-key -o FILE              the mDNS key file and its rotation steps
 //	infradns version                      the version
@@ -57,6 +58,11 @@ const usage = `usage: infradns COMMAND [flags]   (infradns COMMAND -h: its flags
   doctor -f CLUSTER.yaml [-role ROLE] [-node NAME] [-root /] [-server ADDR:PORT] [-scan 3s]
         on a node: the kubeconfig (reachable, certificate, RBAC), the mDNS key,
         the resolver wiring, CoreDNS's answers, VRRP ID clashes; PASS/WARN/FAIL
+  identities -f CLUSTER.yaml [-kubeconfig /etc/kubernetes/admin.conf] [-dry-run]
+        on a control-plane node: deploy/rbac.yaml applied (the ingress
+        namespace put in), the three identities issued by the cluster's CA
+        (a year; renewed within 30 days of the end), the workers' and the
+        DNS pods' published for install to fetch, this node's kubeconfigs
   uninstall -f CLUSTER.yaml -o ROOT [-dry-run]
         remove what render-node and install wrote (static pods first), put
         back what install changed (kubelet's flag, sysctls, units) and take
@@ -89,6 +95,7 @@ var commands = map[string]func(ctx context.Context, args []string, out io.Writer
 	"status":      status,
 	"gen-key":     genKey,
 	"doctor":      doctor,
+	"identities":  identities,
 	"uninstall":   uninstall,
 	"version":     printVersion,
 }
