@@ -122,7 +122,7 @@ func doctorChecks(ctx context.Context, f nodecfg.File, o doctorOpts) []finding {
 	switch {
 	case v.Kubeconfig != "" && o.installing && missing(v.Kubeconfig):
 		add(finding{next, "kubeconfig", v.Kubeconfig + " is not there yet: until it is, the pods serve from mDNS and apiServers",
-			"once the API answers: the identities (docs/operator-guide.md, Install on a kubeadm cluster, step 3)"})
+			"once the API answers: infradns identities -f CLUSTER.yaml on the first control-plane node; on the others, infradns install again once joined"})
 	case v.Kubeconfig != "":
 		add(checkSecretFile("kubeconfig", under(v.Kubeconfig), "chgrp 65532 "+v.Kubeconfig+" && chmod 0640 "+v.Kubeconfig)...)
 		if kc, err := os.ReadFile(under(v.Kubeconfig)); err == nil {
@@ -137,7 +137,7 @@ func doctorChecks(ctx context.Context, f nodecfg.File, o doctorOpts) []finding {
 			add(finding{warn, "DNS identity", "the DNS pod reads lbconfig's kubeconfig, which may write status Leases: the pod that parses the link's packets holds a credential that writes",
 				"set dnsKubeconfig to a kubeconfig of the user infradns-dns (deploy/rbac.yaml), in /etc/kubernetes/" + nodecfg.DNSKubeconfigDirName + "/"})
 		} else if o.installing && missing(v.DNSKubeconfig) {
-			add(finding{next, "DNS kubeconfig", v.DNSKubeconfig + " is not there yet", "once the API answers: the identities (docs/operator-guide.md, Install on a kubeadm cluster, step 3)"})
+			add(finding{next, "DNS kubeconfig", v.DNSKubeconfig + " is not there yet", "once the API answers: infradns identities -f CLUSTER.yaml on the first control-plane node; on the others, infradns install again once joined"})
 		} else {
 			add(checkSecretFile("DNS kubeconfig", under(v.DNSKubeconfig), "chgrp 65532 "+v.DNSKubeconfig+" && chmod 0640 "+v.DNSKubeconfig)...)
 			if kc, err := os.ReadFile(under(v.DNSKubeconfig)); err == nil {

@@ -124,7 +124,34 @@ func identities(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Right after kubeadm init the control-plane endpoint (the API VIP)
+	// comes up a few seconds after the apiserver: wait for it, bounded.
+	if err := waitAPI(ctx, cs, cfg.Host, 2*time.Minute, out); err != nil {
+		return fmt.Errorf("identities: %w", err)
+	}
 	return makeIdentities(ctx, identityEnv{cs: cs, dyn: dyn, mapper: identity.Mapper(), ca: ca, now: time.Now()}, v, *root, *dry, out)
+}
+
+// waitAPI waits until the API answers (its version), saying so once.
+func waitAPI(ctx context.Context, cs kubernetes.Interface, host string, bound time.Duration, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	said := false
+	for {
+		_, err := cs.Discovery().ServerVersion()
+		if err == nil {
+			return nil
+		}
+		if !said {
+			fmt.Fprintf(out, "%-9s the API at %s: %v\n", "waiting", host, err)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the API at %s did not answer within %s: %w", host, bound, err)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // caOf is the cluster CA a kubeconfig trusts (embedded or a file).

@@ -137,6 +137,7 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 	load := nodeFlags(fl, "control-plane, worker or bootstrap")
 	root := fl.String("root", "/", "the node's root (a staging tree: files only, no command run)")
 	dry := fl.Bool("dry-run", false, "print every change and command; change nothing")
+	waitIDs := fl.Duration("wait-identities", 0, "wait this long for this node's identities (the identity unit's); fail without them")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -194,6 +195,27 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 
 	rec := nodecfg.Record{Resolver: mode, Files: []string{nodecfg.SysctlConf}}
 	outs = append(outs, nodecfg.Output{Path: nodecfg.SysctlConf, Mode: 0o644, Data: nodecfg.SysctlFile()})
+	if v.Kubeconfig != "" && (v.Role == nodecfg.ControlPlane || v.Role == nodecfg.Worker) {
+		// A node installed before it joins fetches its identities by
+		// itself once it has: the cluster file and this binary where the
+		// identity unit finds them.
+		file, err := os.ReadFile(fl.Lookup("f").Value.String())
+		if err != nil {
+			return err
+		}
+		pathUnit, service := nodecfg.IdentityUnits(v.Role, fl.Lookup("node").Value.String())
+		outs = append(outs,
+			nodecfg.Output{Path: nodecfg.ClusterFileCopy, Mode: 0o644, Data: file},
+			nodecfg.Output{Path: nodecfg.IdentityPath, Mode: 0o644, Data: pathUnit},
+			nodecfg.Output{Path: nodecfg.IdentityService, Mode: 0o644, Data: service})
+		rec.Files = append(rec.Files, nodecfg.ClusterFileCopy, nodecfg.IdentityPath, nodecfg.IdentityService)
+		if self, err := os.Executable(); err == nil && filepath.Clean(self) != n.under(nodecfg.BinaryPath) {
+			if b, err := os.ReadFile(self); err == nil {
+				outs = append(outs, nodecfg.Output{Path: nodecfg.BinaryPath, Mode: 0o755, Data: b})
+				rec.Files = append(rec.Files, nodecfg.BinaryPath)
+			}
+		}
+	}
 	if !v.Resolved {
 		rec.Files = append(rec.Files, nodecfg.NMConf)
 		outs = append(outs, nodecfg.Output{Path: nodecfg.NMConf, Mode: 0o644, Data: nodecfg.NMConfFile()})
@@ -243,7 +265,13 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 		if c.Action != nodecfg.Unchanged && c.Action != nodecfg.Keep {
 			changed[c.Path] = true
 		}
-		if *dry {
+		switch {
+		case !*dry:
+		case c.Path == nodecfg.BinaryPath:
+			if c.Action != nodecfg.Unchanged {
+				fmt.Fprintf(out, "# %s %s: this binary (%d bytes)\n", c.Under, c.Action, len(c.New))
+			}
+		default:
 			fmt.Fprint(out, c.Diff())
 		}
 	}
@@ -278,6 +306,7 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *dry {
 		runResolver(ctx, n, v, changed, &rec)
+		enableIdentityUnit(ctx, n, changed, &rec)
 		fmt.Fprintf(out, "# dry run: %d of %d files would change; nothing written, nothing run\n", len(changed), len(changes))
 		return nil
 	}
@@ -302,8 +331,20 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 	// The identities, when the node has none yet and can read them.
 	if n.live && v.Kubeconfig != "" && !n.exists(v.Kubeconfig) {
 		installIdentities(ctx, n, v)
+		for start := time.Now(); *waitIDs > 0 && !n.exists(v.Kubeconfig); {
+			if time.Since(start) > *waitIDs {
+				return fmt.Errorf("install: no identity for this node after %s: run infradns identities -f CLUSTER.yaml on the first control-plane node", *waitIDs)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Second):
+			}
+			installIdentities(ctx, n, v)
+		}
 	}
 	runResolver(ctx, n, v, changed, &rec)
+	enableIdentityUnit(ctx, n, changed, &rec)
 	// Recorded before doctor: what was changed is undone by uninstall
 	// whatever doctor says.
 	rec = rec.Merge(old)
@@ -334,20 +375,42 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "install: FAIL: %s\n", errors.Join(append(n.errs, rerr)...))
 		return errors.Join(append(n.errs, rerr)...)
 	case waiting > 0:
-		fmt.Fprintf(out, "install: PASS (%d checks wait for the cluster); next: %s\n", waiting, nextStep(v))
+		fmt.Fprintf(out, "install: PASS (%d checks wait for the cluster); next: %s\n", waiting, nextStep(v, v.Kubeconfig == "" || n.exists(v.Kubeconfig), n.exists(kubeletConf)))
 	default:
 		fmt.Fprintf(out, "install: PASS; the node serves (infradns status: who holds the VIPs)\n")
 	}
 	return nil
 }
 
-// nextStep is the command that follows install on a node that waits for
-// its cluster.
-func nextStep(v nodecfg.Values) string {
-	if v.Role == nodecfg.ControlPlane {
-		return "kubeadm init (the first control-plane node) or kubeadm join --control-plane, then the identities (docs/operator-guide.md)"
+// enableIdentityUnit enables the identity path unit when it changed.
+func enableIdentityUnit(ctx context.Context, n *node, changed map[string]bool, rec *nodecfg.Record) {
+	if !changed[nodecfg.IdentityPath] && !changed[nodecfg.IdentityService] {
+		return
 	}
-	return "kubeadm join, then the identities (docs/operator-guide.md)"
+	if !n.systemd() {
+		fmt.Fprintf(n.out, "%-9s no systemd here: once the node has joined, run this install again for its identities\n", "note")
+		return
+	}
+	n.run(ctx, "the units changed", "systemctl", "daemon-reload")
+	if n.run(ctx, "this node's identities once it has joined", "systemctl", "enable", "--now", "infradns-identity.path") {
+		rec.Units = append(rec.Units, "infradns-identity.path")
+	}
+}
+
+// nextStep is what follows install on a node that waits for its cluster:
+// kubeadm, then the identities, then kubelet's pods.
+func nextStep(v nodecfg.Values, identities, joined bool) string {
+	switch {
+	case identities:
+		return "kubelet starts the static pods; then infradns doctor -f CLUSTER.yaml"
+	case joined && v.Role == nodecfg.ControlPlane:
+		return "infradns identities -f CLUSTER.yaml (on the first control-plane node), or this install again once they exist"
+	case joined:
+		return "this install again once infradns identities has run on a control-plane node"
+	case v.Role == nodecfg.ControlPlane:
+		return "kubeadm init (the first control-plane node: then infradns identities -f CLUSTER.yaml) or kubeadm join --control-plane (then this install again)"
+	}
+	return "kubeadm join, then this install again (the node's identities)"
 }
 
 // fixKey gives the mDNS key the owner and mode the pods need (root:65532,

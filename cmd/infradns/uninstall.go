@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/infradns/infradns/internal/atomicfile"
@@ -112,6 +113,9 @@ func uninstall(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "%-12s %s: kubelet still reads it; set its resolvConf back (/run/systemd/resolve/resolv.conf with systemd-resolved), restart kubelet, then remove the file\n", "kept", n.under(nodecfg.KubeletResolv))
 	}
 	// The units stopped before their files go.
+	if (n.exists(nodecfg.IdentityPath) || n.exists(nodecfg.IdentityService)) && n.systemd() {
+		n.run(ctx, "the identity units stop", "systemctl", "disable", "--now", "infradns-identity.path", "infradns-identity.service")
+	}
 	unitsGone := false
 	if n.exists(nodecfg.ResolverService) || n.exists(nodecfg.ResolverPath) {
 		unitsGone = true
@@ -129,6 +133,7 @@ func uninstall(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	nmConf := n.exists(nodecfg.NMConf)
+	unitsGone = unitsGone || slices.Contains(rec.Files, nodecfg.IdentityPath)
 	for _, p := range rec.Files {
 		if err := remove(p); err != nil {
 			return err

@@ -317,3 +317,70 @@ func (r Record) Merge(old Record) Record {
 	slices.Sort(r.Units)
 	return r
 }
+
+// What install puts on the node so that a node installed before it joined
+// fetches its identities by itself once it has (kubeadm join writes the
+// credential the fetch reads).
+const (
+	// BinaryPath is where install puts itself: the identity unit runs it.
+	BinaryPath = "/usr/local/bin/infradns"
+	// ClusterFileCopy is the cluster file install ran from, for the unit.
+	ClusterFileCopy = ConfigDir + "/cluster.yaml"
+	IdentityService = "/etc/systemd/system/infradns-identity.service"
+	IdentityPath    = "/etc/systemd/system/infradns-identity.path"
+	// The credentials the fetch reads: kubeadm's administrator's on a
+	// control-plane node (written late in kubeadm join --control-plane,
+	// after kubelet's), kubelet's on the others.
+	AdminConf   = "/etc/kubernetes/admin.conf"
+	KubeletConf = "/etc/kubernetes/kubelet.conf"
+)
+
+// IdentityWait is how long the identity service waits for the identities
+// to be published (infradns identities on the first control-plane node)
+// before it fails and systemd starts it again.
+const IdentityWait = "1h"
+
+// IdentityUnits are the path unit that starts the identity service once
+// the node's credential exists, and that service: install again, waiting
+// for the identities, for this node's role (and name, when install was
+// given one).
+func IdentityUnits(role, node string) (pathUnit, service []byte) {
+	cred := KubeletConf
+	if role == ControlPlane {
+		cred = AdminConf
+	}
+	args := "install -f " + ClusterFileCopy + " -role " + role
+	if node != "" {
+		args += " -node " + node
+	}
+	pathUnit = []byte(`# Written by infradns install; infradns uninstall removes it.
+# Starts infradns-identity.service once ` + cred + ` exists: the node has
+# joined (kubeadm), and can read its identities.
+[Unit]
+Description=infradns: this node's identities once it has joined
+
+[Path]
+PathExists=` + cred + `
+Unit=infradns-identity.service
+
+[Install]
+WantedBy=paths.target
+`)
+	service = []byte(`# Written by infradns install; infradns uninstall removes it.
+# install again, which fetches this node's kubeconfigs from the identities
+# infradns identities published (waiting for them), then does nothing once
+# they are there.
+[Unit]
+Description=infradns: fetch this node's identities
+Documentation=https://github.com/infradns/infradns/blob/main/docs/operator-guide.md#install-on-a-kubeadm-cluster
+ConditionPathExists=` + cred + `
+After=network-online.target
+
+[Service]
+Type=simple
+ExecStart=` + BinaryPath + ` ` + args + ` -wait-identities ` + IdentityWait + `
+Restart=on-failure
+RestartSec=30
+`)
+	return pathUnit, service
+}

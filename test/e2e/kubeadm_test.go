@@ -52,11 +52,10 @@ type kaGuide struct {
 	certSANs    []string // --apiserver-cert-extra-sans
 	uploadCerts bool
 	joinIgnore  []string // --ignore-preflight-errors of the join
-	rbacBlock   string   // step 3's first sh block
-	workerID    string   // step 3's block that makes a worker's identity (on a control-plane node)
-	workerBlock string   // step 3's block run on workers
 	// installBlock is step 1's block: one infradns command per node.
 	installBlock string
+	// identitiesBlock is step 3's: one command on the first node.
+	identitiesBlock string
 }
 
 func readKubeadmGuide(t *testing.T) kaGuide {
@@ -80,12 +79,8 @@ func readKubeadmGuide(t *testing.T) kaGuide {
 		if strings.Contains(b, "infradns install") && g.installBlock == "" {
 			g.installBlock = b
 		}
-		if strings.Contains(b, "--client-name infradns-worker") && g.workerID == "" {
-			g.workerID = b
-		} else if strings.Contains(b, "kubeadm kubeconfig user") && g.rbacBlock == "" {
-			g.rbacBlock = b
-		} else if strings.Contains(b, "api-int.") && strings.Contains(b, "sed -i") && g.workerBlock == "" {
-			g.workerBlock = b
+		if strings.Contains(b, "infradns identities") && g.identitiesBlock == "" {
+			g.identitiesBlock = b
 		}
 		if !strings.Contains(b, "kubeadm init") {
 			continue
@@ -119,13 +114,21 @@ func readKubeadmGuide(t *testing.T) kaGuide {
 	if m := regexp.MustCompile("`--ignore-preflight-errors=(\\S+)`").FindStringSubmatch(sec); m != nil {
 		g.joinIgnore = strings.Split(m[1], ",")
 	}
-	if g.endpoint == "" || g.rbacBlock == "" || g.workerID == "" || g.workerBlock == "" || g.installBlock == "" {
-		t.Fatalf("the guide's kubeadm section: endpoint %q, RBAC block %q, worker identity block %q, worker block %q, install block %q", g.endpoint, g.rbacBlock, g.workerID, g.workerBlock, g.installBlock)
+	if g.endpoint == "" || g.installBlock == "" || g.identitiesBlock == "" {
+		t.Fatalf("the guide's kubeadm section: endpoint %q, install block %q, identities block %q", g.endpoint, g.installBlock, g.identitiesBlock)
 	}
-	// Issue 27's budget: one infradns command per node.
+	// Issue 27's budget: one infradns command per node, one cluster-wide.
 	if cmds := shCommands(g.installBlock); len(cmds) != 1 || !strings.HasPrefix(cmds[0], "infradns install ") || !strings.Contains(cmds[0], "-f cluster.yaml") || !strings.Contains(cmds[0], "-role control-plane") {
 		t.Fatalf("the guide's step 1 must be one `infradns install -f cluster.yaml -role control-plane` per node: %q", cmds)
 	}
+	if cmds := shCommands(g.identitiesBlock); len(cmds) != 1 || cmds[0] != "infradns identities -f cluster.yaml" {
+		t.Fatalf("the guide's step 3 must be one `infradns identities -f cluster.yaml`: %q", cmds)
+	}
+	var all []string
+	for _, b := range blocks {
+		all = append(all, shCommands(b)...)
+	}
+	t.Logf("the guide's kubeadm section: %d shell commands in all (step 1: %d per node, step 3: %d once)", len(all), len(shCommands(g.installBlock)), len(shCommands(g.identitiesBlock)))
 	return g
 }
 
@@ -466,10 +469,13 @@ controllerManager:
 		t.Logf("kubeadm init said:\n%s", out)
 	}
 
-	// Step 3, now that the API is up: the infradns identity and RBAC, as
-	// the guide's block says.
-	if out, err := n1.sh(ctx, bins, guide.rbacBlock); err != nil {
-		t.Fatalf("the guide's RBAC step on %s: %v\n%s", n1.n.Name, err, out)
+	// Step 3, now that the API is up: the identities and RBAC, as the
+	// guide's block says.
+	withInfradns := filepath.Dir(infradns) + ":" + bins
+	if out, err := n1.sh(ctx, withInfradns, strings.ReplaceAll(guide.identitiesBlock, "-f cluster.yaml", "-f "+clusterFile)); err != nil {
+		t.Fatalf("the guide's identities step on %s: %v\n%s", n1.n.Name, err, out)
+	} else {
+		t.Logf("infradns identities on %s:\n%s", n1.n.Name, out)
 	}
 	caHash := kaCAHash(t, n1.path("/etc/kubernetes/pki/ca.crt"))
 
@@ -506,26 +512,28 @@ nodeRegistration:
 			t.Fatalf("kubeadm join (%s): %v", k.role, err)
 		}
 		t.Logf("kubeadm join of %s (%s) through %s in %v", k.n.Name, k.role, guide.endpoint, time.Since(start).Round(100*time.Millisecond))
-		switch k.role {
-		case nodecfg.ControlPlane:
-			if out, err := k.sh(ctx, bins, guide.rbacBlock); err != nil {
-				t.Fatalf("the guide's RBAC step on %s: %v\n%s", k.n.Name, err, out)
+		// The identity unit step 1 installed, as systemd runs it once its
+		// path unit sees the credential kubeadm join wrote (admin.conf on
+		// a control-plane node, kubelet's on the worker): the lab's nodes
+		// run no systemd.
+		pathUnit, service := string(mustRead(t, k.path(nodecfg.IdentityPath))), string(mustRead(t, k.path(nodecfg.IdentityService)))
+		var cred, execStart string
+		for _, line := range strings.Split(pathUnit+service, "\n") {
+			if v, ok := strings.CutPrefix(line, "PathExists="); ok {
+				cred = v
 			}
-		default:
-			// The worker's identities as the guide makes them: lbconfig's
-			// infradns-worker on the first node, copied with the DNS
-			// pods' shared infradns-dns.
-			if out, err := n1.sh(ctx, bins, guide.workerID); err != nil {
-				t.Fatalf("the guide's worker identity step on %s: %v\n%s", n1.n.Name, err, out)
-			}
-			for from, to := range map[string]string{"/etc/kubernetes/infradns-worker/kubeconfig": "/etc/kubernetes/infradns/kubeconfig.new",
-				"/etc/kubernetes/infradns-dns/kubeconfig": "/etc/kubernetes/infradns-dns/kubeconfig.new"} {
-				writeFile(t, k.path(to), string(mustRead(t, n1.path(from))))
-			}
-			if out, err := k.sh(ctx, bins, guide.workerBlock); err != nil {
-				t.Fatalf("the guide's worker kubeconfig step on %s: %v\n%s", k.n.Name, err, out)
+			if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+				execStart = v
 			}
 		}
+		if _, err := os.Stat(k.path(cred)); err != nil || execStart == "" {
+			t.Fatalf("%s's identity unit: the credential it waits for (%q) after the join: %v; ExecStart %q", k.n.Name, cred, err, execStart)
+		}
+		out, err := k.run(ctx, strings.Fields(execStart)...)
+		if err != nil || !strings.Contains(out, "wrote     /etc/kubernetes/infradns/kubeconfig") || !strings.Contains(out, "wrote     /etc/kubernetes/infradns-dns/kubeconfig") {
+			t.Fatalf("%s's identity unit (%s) after its join: %v\n%s", k.n.Name, k.role, err, out)
+		}
+		t.Logf("%s's identity unit after its join (%s):\n%s", k.n.Name, execStart, out)
 	}
 
 	// The pod network (any CNI would do; the infradns and control-plane
@@ -731,7 +739,7 @@ func TestKubeadmGuideParses(t *testing.T) {
 	if g.endpoint != "api."+domain+":9445" || !g.uploadCerts || !slices.Contains(g.certSANs, "api-int."+domain) || !slices.Contains(g.certSANs, "127.0.0.1") {
 		t.Errorf("kubeadm init from the guide: %+v", g)
 	}
-	if !strings.Contains(g.rbacBlock, "kubeadm kubeconfig user --client-name infradns") || !strings.Contains(g.workerBlock, "https://api-int."+domain+":9445") {
-		t.Errorf("the guide's blocks:\n%s\n%s", g.rbacBlock, g.workerBlock)
+	if !strings.Contains(g.installBlock, "infradns install -f cluster.yaml") || !strings.Contains(g.identitiesBlock, "infradns identities -f cluster.yaml") {
+		t.Errorf("the guide's blocks:\n%s\n%s", g.installBlock, g.identitiesBlock)
 	}
 }
