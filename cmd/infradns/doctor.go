@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -174,7 +173,7 @@ func doctorChecks(ctx context.Context, f nodecfg.File, o doctorOpts) []finding {
 
 	addr := *server
 	if addr == "" {
-		if ns := nameservers(resolv); len(ns) > 0 {
+		if ns := nodecfg.Nameservers(resolv); len(ns) > 0 {
 			addr = net.JoinHostPort(ns[0].String(), "53")
 		}
 	}
@@ -440,26 +439,11 @@ func checkAPIVIPStatus(ctx context.Context, path string, v nodecfg.Values) findi
 	return finding{pass, what, fmt.Sprintf("%s/%s writable by this %s node", v.StatusLease, name, v.Role), ""}
 }
 
-// nameservers are resolv.conf's, in order.
-func nameservers(resolv []byte) []netip.Addr {
-	var out []netip.Addr
-	sc := bufio.NewScanner(bytes.NewReader(resolv))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "nameserver" {
-			if a, err := netip.ParseAddr(f[1]); err == nil {
-				out = append(out, a.Unmap())
-			}
-		}
-	}
-	return out
-}
-
 // checkResolv: the node asks its own CoreDNS first (the dispatcher script
 // writes `nameserver NODE-IP` first), so pods and kubelet resolve
 // api-int and node names.
 func checkResolv(resolv []byte, local []netip.Addr) finding {
-	ns := nameservers(resolv)
+	ns := nodecfg.Nameservers(resolv)
 	switch {
 	case len(ns) == 0:
 		return finding{fail, "resolv.conf", "no nameserver", "the dispatcher script writes it (NetworkManager); see the resolver wiring in docs/operator-guide.md"}

@@ -373,9 +373,12 @@ func writeKubeconfig(p string, data []byte) error {
 // and that can reach the API: the Secrets of the identities its role uses,
 // read with cs (an administrator's on a control-plane node, kubelet's
 // elsewhere: the nodes' Role grants the worker's and the DNS pod's), and
-// written under root for this node's server. A file that exists is left
-// alone; a Secret that cannot be read is reported, not an error: install
-// does not depend on the identities.
+// written under root for this node's server. A file that exists is
+// replaced only by a renewal: the same user's identity whose certificate
+// ends later (the identity unit's timer runs this daily); anything else
+// there (a kubeconfig made by hand) is left alone. A Secret that cannot be
+// read is reported, not an error: install does not depend on the
+// identities.
 func fetchIdentities(ctx context.Context, cs kubernetes.Interface, v nodecfg.Values, root string, out io.Writer) error {
 	_, statusNS := namespaces(v)
 	lb, dns, ok := identitiesOf(v.Role)
@@ -397,10 +400,31 @@ func fetchIdentities(ctx context.Context, cs kubernetes.Interface, v nodecfg.Val
 	}
 	var todo []kubeconfigFile
 	for _, f := range files {
-		if _, err := os.Lstat(filepath.Join(root, f.path)); err == nil || f.data == nil {
+		if f.data == nil {
+			continue
+		}
+		old, err := os.ReadFile(filepath.Join(root, f.path))
+		if err == nil && !renews(old, f.data) {
 			continue
 		}
 		todo = append(todo, f)
 	}
 	return writeKubeconfigs(root, todo, false, out)
+}
+
+// renews says whether kubeconfig next is a renewal of old: the same user,
+// a certificate that ends later. Not for a file that does not parse as
+// one of ours (made by hand: left alone).
+func renews(old, next []byte) bool {
+	o, err := identity.Parse(old)
+	if err != nil {
+		return false
+	}
+	n, err := identity.Parse(next)
+	if err != nil || o.User != n.User {
+		return false
+	}
+	oc, err1 := identity.ParseCert(o.Cert)
+	nc, err2 := identity.ParseCert(n.Cert)
+	return err1 == nil && err2 == nil && nc.NotAfter.After(oc.NotAfter)
 }

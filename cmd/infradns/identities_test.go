@@ -36,6 +36,7 @@ type fakeCluster struct {
 	dyn     *dynamicfake.FakeDynamicClient
 	caPEM   []byte
 	applied []string
+	clock   time.Time // the signer's now (zero: the real one)
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -61,8 +62,14 @@ func newFakeCluster(t *testing.T) *fakeCluster {
 			t.Fatal(err)
 		}
 		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-		c := &x509.Certificate{SerialNumber: serial, Subject: req.Subject, NotBefore: time.Now(),
-			NotAfter:    time.Now().Add(time.Duration(*csr.Spec.ExpirationSeconds) * time.Second),
+		// The signer's clock is the run's (env's now): a renewal 340 days
+		// on ends 340 days later.
+		now := time.Now()
+		if !fc.clock.IsZero() {
+			now = fc.clock
+		}
+		c := &x509.Certificate{SerialNumber: serial, Subject: req.Subject, NotBefore: now,
+			NotAfter:    now.Add(time.Duration(*csr.Spec.ExpirationSeconds) * time.Second),
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 		der, err := x509.CreateCertificate(rand.Reader, c, caCert, req.PublicKey, caKey)
 		if err != nil {
@@ -85,6 +92,7 @@ func newFakeCluster(t *testing.T) *fakeCluster {
 }
 
 func (fc *fakeCluster) env(now time.Time) identityEnv {
+	fc.clock = now
 	return identityEnv{cs: fc.cs, dyn: fc.dyn, mapper: identity.Mapper(), ca: fc.caPEM, now: now}
 }
 
@@ -291,6 +299,30 @@ func TestFetchIdentities(t *testing.T) {
 				}
 			}
 		})
+	}
+
+	// A renewal: the worker's file from the first issue is replaced by
+	// the identity renewed 340 days later; a second fetch keeps it.
+	root0 := t.TempDir()
+	v := identityValues(nodecfg.Worker)
+	if err := fetchIdentities(t.Context(), fc.cs, v, root0, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	first := readKubeconfig(t, filepath.Join(root0, v.Kubeconfig))
+	if err := makeIdentities(t.Context(), fc.env(time.Now().Add(340*24*time.Hour)), identityValues(nodecfg.ControlPlane), t.TempDir(), false, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var renewed bytes.Buffer
+	if err := fetchIdentities(t.Context(), fc.cs, v, root0, &renewed); err != nil {
+		t.Fatal(err)
+	}
+	second := readKubeconfig(t, filepath.Join(root0, v.Kubeconfig))
+	if bytes.Equal(first.Cert, second.Cert) || second.User != identity.WorkerUser || !strings.Contains(renewed.String(), "wrote") {
+		t.Fatalf("the renewed identity was not fetched:\n%s", renewed.String())
+	}
+	var again bytes.Buffer
+	if err := fetchIdentities(t.Context(), fc.cs, v, root0, &again); err != nil || strings.Contains(again.String(), "wrote") {
+		t.Fatalf("a second fetch of the same identity wrote: %v\n%s", err, again.String())
 	}
 
 	// A cluster without the Secrets: said, no file, no error.

@@ -40,6 +40,18 @@ func newNode(root string, dry bool, out io.Writer) *node {
 
 func (n *node) under(p string) string { return filepath.Join(n.root, p) }
 
+// record is what an earlier install recorded (none: the zero Record).
+func (n *node) record() (nodecfg.Record, error) {
+	b, err := atomicfile.ReadRegular(n.under(nodecfg.InstallRecord))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nodecfg.Record{}, nil
+	}
+	if err != nil {
+		return nodecfg.Record{}, err
+	}
+	return nodecfg.ParseRecord(b)
+}
+
 func (n *node) exists(p string) bool {
 	_, err := os.Lstat(n.under(p))
 	return err == nil
@@ -150,12 +162,8 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	n := newNode(*root, *dry, out)
-	var old nodecfg.Record
-	if b, err := atomicfile.ReadRegular(n.under(nodecfg.InstallRecord)); err == nil {
-		if old, err = nodecfg.ParseRecord(b); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	old, err := n.record()
+	if err != nil {
 		return err
 	}
 
@@ -203,12 +211,13 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		pathUnit, service := nodecfg.IdentityUnits(v.Role, fl.Lookup("node").Value.String())
+		pathUnit, timer, service := nodecfg.IdentityUnits(v.Role, fl.Lookup("node").Value.String())
 		outs = append(outs,
 			nodecfg.Output{Path: nodecfg.ClusterFileCopy, Mode: 0o644, Data: file},
 			nodecfg.Output{Path: nodecfg.IdentityPath, Mode: 0o644, Data: pathUnit},
+			nodecfg.Output{Path: nodecfg.IdentityTimer, Mode: 0o644, Data: timer},
 			nodecfg.Output{Path: nodecfg.IdentityService, Mode: 0o644, Data: service})
-		rec.Files = append(rec.Files, nodecfg.ClusterFileCopy, nodecfg.IdentityPath, nodecfg.IdentityService)
+		rec.Files = append(rec.Files, nodecfg.ClusterFileCopy, nodecfg.IdentityPath, nodecfg.IdentityTimer, nodecfg.IdentityService)
 		if self, err := os.Executable(); err == nil && filepath.Clean(self) != n.under(nodecfg.BinaryPath) {
 			if b, err := os.ReadFile(self); err == nil {
 				outs = append(outs, nodecfg.Output{Path: nodecfg.BinaryPath, Mode: 0o755, Data: b})
@@ -328,8 +337,9 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "%-9s %s/\n", nodecfg.Create, n.under(d))
 		}
 	}
-	// The identities, when the node has none yet and can read them.
-	if n.live && v.Kubeconfig != "" && !n.exists(v.Kubeconfig) {
+	// The identities, when the node can read them: fetched when it has
+	// none, renewed when they were.
+	if n.live && v.Kubeconfig != "" {
 		installIdentities(ctx, n, v)
 		for start := time.Now(); *waitIDs > 0 && !n.exists(v.Kubeconfig); {
 			if time.Since(start) > *waitIDs {
@@ -384,7 +394,7 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 
 // enableIdentityUnit enables the identity path unit when it changed.
 func enableIdentityUnit(ctx context.Context, n *node, changed map[string]bool, rec *nodecfg.Record) {
-	if !changed[nodecfg.IdentityPath] && !changed[nodecfg.IdentityService] {
+	if !changed[nodecfg.IdentityPath] && !changed[nodecfg.IdentityService] && !changed[nodecfg.IdentityTimer] {
 		return
 	}
 	if !n.systemd() {
@@ -392,8 +402,8 @@ func enableIdentityUnit(ctx context.Context, n *node, changed map[string]bool, r
 		return
 	}
 	n.run(ctx, "the units changed", "systemctl", "daemon-reload")
-	if n.run(ctx, "this node's identities once it has joined", "systemctl", "enable", "--now", "infradns-identity.path") {
-		rec.Units = append(rec.Units, "infradns-identity.path")
+	if n.run(ctx, "this node's identities once it has joined, and daily their renewal", "systemctl", "enable", "--now", "infradns-identity.path", "infradns-identity.timer") {
+		rec.Units = append(rec.Units, "infradns-identity.path", "infradns-identity.timer")
 	}
 }
 
@@ -489,7 +499,11 @@ func installIdentities(ctx context.Context, n *node, v nodecfg.Values) {
 		fmt.Fprintf(n.out, "%-9s %s: %v\n", "no identity", cred, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	bound := 30 * time.Second
+	if n.exists(v.Kubeconfig) {
+		bound = 10 * time.Second // a renewal only: an API that is down does not hold install up
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	if err := fetchIdentities(ctx, cs, v, n.root, n.out); err != nil {
 		n.errs = append(n.errs, fmt.Errorf("identities: %w", err))

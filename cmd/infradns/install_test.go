@@ -87,7 +87,7 @@ func TestInstall(t *testing.T) {
 			dirs:  []string{"/run/systemd/resolve"},
 			mode:  nodecfg.ResolverSystemdResolved,
 			want: []string{nodecfg.ResolverService, nodecfg.ResolverPath, nodecfg.ResolverScript, nodecfg.SysctlConf, nodecfg.InstallRecord,
-				nodecfg.IdentityPath, nodecfg.IdentityService, nodecfg.ClusterFileCopy, nodecfg.BinaryPath},
+				nodecfg.IdentityPath, nodecfg.IdentityTimer, nodecfg.IdentityService, nodecfg.ClusterFileCopy, nodecfg.BinaryPath},
 			// kubeadm's Debian packages: the file exists with an empty line.
 			kubeletEnv: "KUBELET_EXTRA_ARGS=--resolv-conf=" + nodecfg.KubeletResolv + "\n",
 			envPath:    nodecfg.KubeletEnvDebian,
@@ -99,7 +99,7 @@ func TestInstall(t *testing.T) {
 			dirs: []string{"/run/NetworkManager"},
 			mode: nodecfg.ResolverNetworkManager,
 			want: []string{nodecfg.DispatcherPath, nodecfg.NMConf, nodecfg.SysctlConf, nodecfg.InstallRecord,
-				nodecfg.IdentityPath, nodecfg.IdentityService, nodecfg.ClusterFileCopy, nodecfg.BinaryPath},
+				nodecfg.IdentityPath, nodecfg.IdentityTimer, nodecfg.IdentityService, nodecfg.ClusterFileCopy, nodecfg.BinaryPath},
 		},
 	}
 	for _, tt := range tests {
@@ -142,7 +142,8 @@ func TestInstall(t *testing.T) {
 			if unit := snapshot(t, root)[nodecfg.IdentityPath]; !strings.Contains(unit, "PathExists="+nodecfg.AdminConf) {
 				t.Errorf("%s:\n%s", nodecfg.IdentityPath, unit)
 			}
-			if svc := snapshot(t, root)[nodecfg.IdentityService]; !strings.Contains(svc, "ExecStart="+nodecfg.BinaryPath+" install -f "+nodecfg.ClusterFileCopy+" -role control-plane -node master-0 -wait-identities ") {
+			if svc := snapshot(t, root)[nodecfg.IdentityService]; !strings.Contains(svc, "ExecStart="+nodecfg.BinaryPath+" install -f "+nodecfg.ClusterFileCopy+" -role control-plane -node master-0 -wait-identities ") ||
+				!strings.Contains(svc, "ExecStartPre=-"+nodecfg.BinaryPath+" identities -f "+nodecfg.ClusterFileCopy+"\n") {
 				t.Errorf("%s:\n%s", nodecfg.IdentityService, svc)
 			}
 			if tt.envPath != "" {

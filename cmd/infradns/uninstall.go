@@ -37,12 +37,8 @@ func uninstall(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	n := newNode(*root, *dry, out)
-	var rec nodecfg.Record
-	if b, err := atomicfile.ReadRegular(n.under(nodecfg.InstallRecord)); err == nil {
-		if rec, err = nodecfg.ParseRecord(b); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	rec, err := n.record()
+	if err != nil {
 		return err
 	}
 	verb := "removed"
@@ -114,7 +110,7 @@ func uninstall(ctx context.Context, args []string, out io.Writer) error {
 	}
 	// The units stopped before their files go.
 	if (n.exists(nodecfg.IdentityPath) || n.exists(nodecfg.IdentityService)) && n.systemd() {
-		n.run(ctx, "the identity units stop", "systemctl", "disable", "--now", "infradns-identity.path", "infradns-identity.service")
+		n.run(ctx, "the identity units stop", "systemctl", "disable", "--now", "infradns-identity.path", "infradns-identity.timer", "infradns-identity.service")
 	}
 	unitsGone := false
 	if n.exists(nodecfg.ResolverService) || n.exists(nodecfg.ResolverPath) {

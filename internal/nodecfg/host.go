@@ -328,6 +328,7 @@ const (
 	ClusterFileCopy = ConfigDir + "/cluster.yaml"
 	IdentityService = "/etc/systemd/system/infradns-identity.service"
 	IdentityPath    = "/etc/systemd/system/infradns-identity.path"
+	IdentityTimer   = "/etc/systemd/system/infradns-identity.timer"
 	// The credentials the fetch reads: kubeadm's administrator's on a
 	// control-plane node (written late in kubeadm join --control-plane,
 	// after kubelet's), kubelet's on the others.
@@ -341,13 +342,17 @@ const (
 const IdentityWait = "1h"
 
 // IdentityUnits are the path unit that starts the identity service once
-// the node's credential exists, and that service: install again, waiting
-// for the identities, for this node's role (and name, when install was
-// given one).
-func IdentityUnits(role, node string) (pathUnit, service []byte) {
+// the node's credential exists, the timer that starts it daily (the
+// renewals), and that service: install again, which fetches this node's
+// identities or their renewal, waiting for them, for this node's role (and
+// name, when install was given one); on a control-plane node first
+// infradns identities, which renews them within 30 days of their end.
+func IdentityUnits(role, node string) (pathUnit, timer, service []byte) {
 	cred := KubeletConf
+	renew := ""
 	if role == ControlPlane {
 		cred = AdminConf
+		renew = "ExecStartPre=-" + BinaryPath + " identities -f " + ClusterFileCopy + "\n"
 	}
 	args := "install -f " + ClusterFileCopy + " -role " + role
 	if node != "" {
@@ -366,21 +371,35 @@ Unit=infradns-identity.service
 [Install]
 WantedBy=paths.target
 `)
+	timer = []byte(`# Written by infradns install; infradns uninstall removes it.
+# Starts infradns-identity.service daily: identities are renewed within 30
+# days of their end (a year), and each node fetches its renewal.
+[Unit]
+Description=infradns: renew this node's identities
+
+[Timer]
+OnBootSec=15min
+OnUnitActiveSec=1d
+RandomizedDelaySec=1h
+Unit=infradns-identity.service
+
+[Install]
+WantedBy=timers.target
+`)
 	service = []byte(`# Written by infradns install; infradns uninstall removes it.
 # install again, which fetches this node's kubeconfigs from the identities
-# infradns identities published (waiting for them), then does nothing once
-# they are there.
+# infradns identities published, or their renewal (waiting for them).
 [Unit]
-Description=infradns: fetch this node's identities
+Description=infradns: fetch or renew this node's identities
 Documentation=https://github.com/infradns/infradns/blob/main/docs/operator-guide.md#install-on-a-kubeadm-cluster
 ConditionPathExists=` + cred + `
 After=network-online.target
 
 [Service]
 Type=simple
-ExecStart=` + BinaryPath + ` ` + args + ` -wait-identities ` + IdentityWait + `
+` + renew + `ExecStart=` + BinaryPath + ` ` + args + ` -wait-identities ` + IdentityWait + `
 Restart=on-failure
 RestartSec=30
 `)
-	return pathUnit, service
+	return pathUnit, timer, service
 }

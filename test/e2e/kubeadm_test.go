@@ -517,7 +517,7 @@ nodeRegistration:
 		// a control-plane node, kubelet's on the worker): the lab's nodes
 		// run no systemd.
 		pathUnit, service := string(mustRead(t, k.path(nodecfg.IdentityPath))), string(mustRead(t, k.path(nodecfg.IdentityService)))
-		var cred, execStart string
+		var cred, execStart, execStartPre string
 		for _, line := range strings.Split(pathUnit+service, "\n") {
 			if v, ok := strings.CutPrefix(line, "PathExists="); ok {
 				cred = v
@@ -525,15 +525,23 @@ nodeRegistration:
 			if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
 				execStart = v
 			}
+			if v, ok := strings.CutPrefix(line, "ExecStartPre=-"); ok {
+				execStartPre = v // "-": its failure does not stop the unit
+			}
 		}
 		if _, err := os.Stat(k.path(cred)); err != nil || execStart == "" {
 			t.Fatalf("%s's identity unit: the credential it waits for (%q) after the join: %v; ExecStart %q", k.n.Name, cred, err, execStart)
 		}
-		out, err := k.run(ctx, strings.Fields(execStart)...)
-		if err != nil || !strings.Contains(out, "wrote     /etc/kubernetes/infradns/kubeconfig") || !strings.Contains(out, "wrote     /etc/kubernetes/infradns-dns/kubeconfig") {
+		var out string
+		if execStartPre != "" {
+			out, _ = k.run(ctx, strings.Fields(execStartPre)...)
+		}
+		main, err := k.run(ctx, strings.Fields(execStart)...)
+		out += main
+		if err != nil || !strings.Contains(out, "wrote     /etc/kubernetes/infradns/kubeconfig") || !strings.Contains(out, "wrote     /etc/kubernetes/infradns-dns/kubeconfig") || !strings.Contains(main, "install: PASS") {
 			t.Fatalf("%s's identity unit (%s) after its join: %v\n%s", k.n.Name, k.role, err, out)
 		}
-		t.Logf("%s's identity unit after its join (%s):\n%s", k.n.Name, execStart, out)
+		t.Logf("%s's identity unit after its join (%s, %s):\n%s", k.n.Name, execStartPre, execStart, out)
 	}
 
 	// The pod network (any CNI would do; the infradns and control-plane
