@@ -3,9 +3,9 @@ package main
 // `infradns identities`: the three Kubernetes identities of deploy/rbac.yaml
 // made from a control-plane node (the RBAC applied, a certificate per user
 // from the cluster's CA, the shared ones published as Secrets, this node's
-// kubeconfigs written), and install's fetch of them on a node that has
-// joined. WIP (issue 27 item 2): no renewal timer yet, nothing fetches
-// after `kubeadm join` by itself.
+// kubeconfigs written), and install's fetch of them (or of their renewal)
+// on a node that has joined, which the identity units install puts on the
+// node run after `kubeadm join` and daily.
 
 import (
 	"bytes"
