@@ -182,12 +182,7 @@ func doctorChecks(ctx context.Context, f nodecfg.File, o doctorOpts) []finding {
 		if f.Node != "" {
 			host = f.Node
 		}
-		answers := checkAnswers(addr, v, host)
-		if o.installing && len(answers) == 1 && answers[0].Verdict == fail && answers[0].Check == "api-int" && strings.HasPrefix(answers[0].Detail, addr+": ") {
-			answers = []finding{{next, "CoreDNS", addr + " does not answer yet: kubelet starts the infradns-coredns pod",
-				"kubeadm init or join (kubelet runs the static pods), then: infradns doctor -f CLUSTER.yaml"}}
-		}
-		add(answers...)
+		add(coreDNSAnswers(addr, v, host, o.installing)...)
 	}
 
 	if *scanFor > 0 && v.Interface != "" && v.Interface != "auto" && f.Name != "" {
@@ -480,12 +475,31 @@ func checkForward(fwd []byte, local []netip.Addr) finding {
 	return finding{pass, "forward.conf", fmt.Sprintf("upstreams %v", ups), ""}
 }
 
-// checkAnswers asks the node's CoreDNS what a pod would.
-func checkAnswers(server string, v nodecfg.Values, host string) []finding {
+// coreDNSAnswers are checkAnswers' findings, except during install, where
+// a CoreDNS that does not answer at all is what comes next (kubelet has not
+// started its pod yet); one that answers wrongly still fails.
+func coreDNSAnswers(addr string, v nodecfg.Values, host string, installing bool) []finding {
+	answers, noAnswer := checkAnswers(addr, v, host)
+	if installing && noAnswer {
+		return []finding{{next, "CoreDNS", addr + " does not answer yet: kubelet starts the infradns-coredns pod",
+			"kubeadm init or join (kubelet runs the static pods), then: infradns doctor -f CLUSTER.yaml"}}
+	}
+	return answers
+}
+
+// answerTimeout is how long checkAnswers waits for each reply; a variable
+// so that tests of a silent server wait less.
+var answerTimeout = 2 * time.Second
+
+// checkAnswers asks the node's CoreDNS what a pod would. noAnswer says the
+// server gave no reply at all to the first question (refused, unreachable,
+// timed out): nothing serves there, which install expects before kubelet
+// runs the pod, unlike a server that replies wrongly.
+func checkAnswers(server string, v nodecfg.Values, host string) (out []finding, noAnswer bool) {
 	ask := func(name string, qtype uint16) ([]string, int, error) {
 		m := new(dns.Msg)
 		m.SetQuestion(dns.Fqdn(name), qtype)
-		r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, server)
+		r, _, err := (&dns.Client{Timeout: answerTimeout}).Exchange(m, server)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -511,7 +525,7 @@ func checkAnswers(server string, v nodecfg.Values, host string) []finding {
 		slices.Sort(out)
 		return out
 	}
-	var out []finding
+	asked := 0
 	for _, c := range []struct{ name, label string }{
 		{"api-int." + v.Domain, "api-int"},
 		{"doctor-check.apps." + v.Domain, "*.apps"},
@@ -524,9 +538,10 @@ func checkAnswers(server string, v nodecfg.Values, host string) []finding {
 		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
 			w := family(want, qt == dns.TypeAAAA)
 			got, _, err := ask(c.name, qt)
+			asked++
 			if err != nil {
 				out = append(out, finding{fail, c.label, fmt.Sprintf("%s: %v", server, err), "is the infradns-coredns pod running? crictl ps --name coredns"})
-				return out
+				return out, asked == 1 && silent(err)
 			}
 			if !slices.Equal(got, w) {
 				bad = append(bad, fmt.Sprintf("%s %s = %v, want %v", c.name, dns.TypeToString[qt], got, w))
@@ -550,7 +565,15 @@ func checkAnswers(server string, v nodecfg.Values, host string) []finding {
 	default:
 		out = append(out, finding{pass, "node name", fmt.Sprintf("%s answers %v", name, append(a, aaaa...)), ""})
 	}
-	return out
+	return out, false
+}
+
+// silent says err is the network's (a net.Error: refused, unreachable, a
+// timeout), so no reply came; a reply that does not parse, or one for
+// another query, is the dns package's error: the server did answer.
+func silent(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // localAddrs are this host's addresses.

@@ -2,11 +2,19 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/nodecfg"
+
+	"github.com/miekg/dns"
 )
 
 func TestDoctorChecks(t *testing.T) {
@@ -106,5 +114,110 @@ func TestDoctorBGPPasswordFile(t *testing.T) {
 	}
 	if got := checkBGPPasswordFile("192.0.2.1", "/x", filepath.Join(dir, "missing")); got.Verdict != fail {
 		t.Errorf("missing file: %+v", got)
+	}
+}
+
+// dnsServer serves handle on a random UDP port of 127.0.0.1 and says where.
+func dnsServer(t *testing.T, handle func(w dns.ResponseWriter, r *dns.Msg)) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The socket is bound already: a query sent before the server reads
+	// waits in its buffer, so no start notification is needed.
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(handle)}
+	go func() { _ = srv.ActivateAndServe() }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+// TestDoctorAnswers: during install, a CoreDNS that does not answer at all
+// is what comes next (NEXT), and checkAnswers says so with its flag, not
+// with the text of a finding; one that answers, wrongly, stays a FAIL.
+func TestDoctorAnswers(t *testing.T) {
+	v := nodecfg.Values{Domain: "ocp4.example.com", APIVIPs: []string{"192.0.2.5"}, IngressVIPs: []string{"192.0.2.6"}}
+	addrs := map[string]string{
+		"api-int.ocp4.example.com.":           "192.0.2.5",
+		"doctor-check.apps.ocp4.example.com.": "192.0.2.6",
+		"master-0.ocp4.example.com.":          "192.0.2.10",
+	}
+	reply := func(w dns.ResponseWriter, r *dns.Msg, a string) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		if q := r.Question[0]; a != "" && q.Qtype == dns.TypeA {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.ParseIP(a)})
+		}
+		_ = w.WriteMsg(m)
+	}
+
+	// Nothing listens: the port was bound, then let go, so the query is
+	// refused (ICMP port unreachable).
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := pc.LocalAddr().String()
+	pc.Close()
+	// Something holds the port and never replies: the query times out.
+	quiet, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { quiet.Close() })
+
+	// The silent cases wait for the client's timeout, four times.
+	answerTimeout = time.Second
+	t.Cleanup(func() { answerTimeout = 2 * time.Second })
+	var asked atomic.Int32 // the handler runs on the server's goroutines
+	for _, tc := range []struct {
+		name, server string
+		noAnswer     bool
+		// want: the verdict of every finding, outside install and during it.
+		want, installing []string
+	}{
+		{"refused", refused, true, []string{fail}, []string{next}},
+		{"silent", quiet.LocalAddr().String(), true, []string{fail}, []string{next}},
+		{"right answers", dnsServer(t, func(w dns.ResponseWriter, r *dns.Msg) {
+			reply(w, r, addrs[r.Question[0].Name])
+		}), false, []string{pass, pass, pass}, []string{pass, pass, pass}},
+		{"NXDOMAIN", dnsServer(t, func(w dns.ResponseWriter, r *dns.Msg) {
+			m := new(dns.Msg)
+			m.SetRcode(r, dns.RcodeNameError)
+			_ = w.WriteMsg(m)
+		}), false, []string{fail, fail, fail}, []string{fail, fail, fail}},
+		{"a wrong address", dnsServer(t, func(w dns.ResponseWriter, r *dns.Msg) {
+			reply(w, r, "198.51.100.99")
+		}), false, []string{fail, fail, pass}, []string{fail, fail, pass}},
+		// The first question answered, the next dropped: the finding's
+		// text is the one a refusal gives, yet the server did answer.
+		{"answers once, then silent", dnsServer(t, func(w dns.ResponseWriter, r *dns.Msg) {
+			if asked.Add(1) == 1 {
+				reply(w, r, addrs[r.Question[0].Name])
+			}
+		}), false, []string{fail}, []string{fail}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			verdicts := func(fs []finding) []string {
+				var out []string
+				for _, f := range fs {
+					out = append(out, f.Verdict)
+				}
+				return out
+			}
+			asked.Store(0)
+			found, noAnswer := checkAnswers(tc.server, v, "master-0.ocp4.example.com")
+			if noAnswer != tc.noAnswer || !slices.Equal(verdicts(found), tc.want) {
+				t.Errorf("checkAnswers: noAnswer %v, %+v; want %v, %v", noAnswer, found, tc.noAnswer, tc.want)
+			}
+			asked.Store(0)
+			inst := coreDNSAnswers(tc.server, v, "master-0", true)
+			if !slices.Equal(verdicts(inst), tc.installing) {
+				t.Errorf("installing: %+v, want %v", inst, tc.installing)
+			}
+			if tc.noAnswer && (inst[0].Check != "CoreDNS" || inst[0].Detail != tc.server+" does not answer yet: kubelet starts the infradns-coredns pod") {
+				t.Errorf("installing: %+v", inst[0])
+			}
+		})
 	}
 }

@@ -218,11 +218,9 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 			nodecfg.Output{Path: nodecfg.IdentityTimer, Mode: 0o644, Data: timer},
 			nodecfg.Output{Path: nodecfg.IdentityService, Mode: 0o644, Data: service})
 		rec.Files = append(rec.Files, nodecfg.ClusterFileCopy, nodecfg.IdentityPath, nodecfg.IdentityTimer, nodecfg.IdentityService)
-		if self, err := os.Executable(); err == nil && filepath.Clean(self) != n.under(nodecfg.BinaryPath) {
-			if b, err := os.ReadFile(self); err == nil {
-				outs = append(outs, nodecfg.Output{Path: nodecfg.BinaryPath, Mode: 0o755, Data: b})
-				rec.Files = append(rec.Files, nodecfg.BinaryPath)
-			}
+		if self, err := os.Executable(); err == nil && filepath.Clean(self) != n.under(nodecfg.BinaryPath) && readable(self) {
+			outs = append(outs, nodecfg.Output{Path: nodecfg.BinaryPath, Mode: 0o755, From: self})
+			rec.Files = append(rec.Files, nodecfg.BinaryPath)
 		}
 	}
 	if !v.Resolved {
@@ -264,7 +262,10 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 	// resolver mode's).
 	for _, p := range old.Files {
 		if !slices.Contains(rec.Files, p) && n.exists(p) {
-			b, _ := os.ReadFile(n.under(p))
+			var b []byte
+			if p != nodecfg.BinaryPath { // only ever shown as a diff, which a binary does not get
+				b, _ = os.ReadFile(n.under(p))
+			}
 			changes = append(changes, nodecfg.Change{Action: nodecfg.Remove, Path: p, Under: n.under(p), Old: b})
 		}
 	}
@@ -278,7 +279,7 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 		case !*dry:
 		case c.Path == nodecfg.BinaryPath:
 			if c.Action != nodecfg.Unchanged {
-				fmt.Fprintf(out, "# %s %s: this binary (%d bytes)\n", c.Under, c.Action, len(c.New))
+				fmt.Fprintf(out, "# %s %s: this binary (%d bytes)\n", c.Under, c.Action, c.Size)
 			}
 		default:
 			fmt.Fprint(out, c.Diff())
@@ -390,6 +391,18 @@ func install(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "install: PASS; the node serves (infradns status: who holds the VIPs)\n")
 	}
 	return nil
+}
+
+// readable says whether install can copy path. One it cannot read (a
+// user staging a tree with an executable of mode 0711) is left out: the
+// copy failing would stop install halfway, after the other files.
+func readable(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // enableIdentityUnit enables the identity path unit when it changed.

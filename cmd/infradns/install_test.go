@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,15 @@ func TestInstall(t *testing.T) {
 			}
 			if !strings.Contains(dry.String(), "resolver  "+tt.mode+": ") {
 				t.Fatalf("dry run did not choose %s:\n%s", tt.mode, dry.String())
+			}
+			// The copy of this binary is announced with its size, not
+			// as a diff.
+			self, serr := os.Executable()
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			if fi, err := os.Stat(self); err != nil || !strings.Contains(dry.String(), fmt.Sprintf("# %s created: this binary (%d bytes)\n", filepath.Join(root, nodecfg.BinaryPath), fi.Size())) {
+				t.Errorf("dry run's line for the binary (%v):\n%s", err, dry.String())
 			}
 
 			var out bytes.Buffer

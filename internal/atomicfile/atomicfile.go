@@ -8,6 +8,7 @@ package atomicfile
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,15 @@ func kind(m fs.FileMode) string {
 // something else. The open neither follows a symlink nor waits for a pipe's
 // writer, so a file swapped for one after the check is refused too.
 func ReadRegular(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func openRegular(path string) (*os.File, error) {
 	if err := CheckTarget(path); err != nil {
 		return nil, err
 	}
@@ -78,15 +88,15 @@ func ReadRegular(path string) ([]byte, error) {
 		}
 		return nil, err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
+	if err == nil {
+		err = regular(path, fi)
+	}
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
-	if err := regular(path, fi); err != nil {
-		return nil, err
-	}
-	return io.ReadAll(f)
+	return f, nil
 }
 
 // WriteIfChanged writes data to path unless the file already holds exactly
@@ -116,7 +126,73 @@ func WriteIfChanged(path string, data []byte, mode fs.FileMode) (bool, error) {
 	default:
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}
-	return replace(path, data, mode)
+	return replace(path, bytes.NewReader(data), mode)
+}
+
+// SameContent reports whether the regular files a and b hold the same
+// bytes. It is for files too large to hold in memory twice (an executable
+// of tens of MB): sizes differ, no byte is read; sizes agree, both are
+// streamed through SHA-256. Either path not being a regular file is an
+// error (ErrNotRegular, or one wrapping fs.ErrNotExist).
+func SameContent(a, b string) (bool, error) {
+	fa, err := openRegular(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := openRegular(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	sa, err := fa.Stat()
+	if err != nil {
+		return false, err
+	}
+	sb, err := fb.Stat()
+	if err != nil {
+		return false, err
+	}
+	if sa.Size() != sb.Size() {
+		return false, nil
+	}
+	ha, hb := sha256.New(), sha256.New()
+	if _, err := io.Copy(ha, fa); err != nil {
+		return false, fmt.Errorf("read %s: %w", a, err)
+	}
+	if _, err := io.Copy(hb, fb); err != nil {
+		return false, fmt.Errorf("read %s: %w", b, err)
+	}
+	return bytes.Equal(ha.Sum(nil), hb.Sum(nil)), nil
+}
+
+// CopyIfChanged is WriteIfChanged with the content streamed from the
+// regular file src rather than held in memory: path is left alone when it
+// holds src's bytes already (SameContent), and otherwise replaced by a copy
+// the same way, with the same guarantees and the same meaning of its
+// results.
+func CopyIfChanged(path, src string, mode fs.FileMode) (bool, error) {
+	in, err := openRegular(src)
+	if err != nil {
+		return false, fmt.Errorf("copy %s: %w", src, err)
+	}
+	defer in.Close()
+	same, err := SameContent(path, src)
+	switch {
+	case err == nil:
+		if same {
+			return false, nil
+		}
+		if fi, err := os.Lstat(path); err == nil {
+			mode = fi.Mode().Perm()
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, ErrNotRegular):
+		return false, fmt.Errorf("write %w", err)
+	default:
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return replace(path, in, mode)
 }
 
 // rename and openDir are replaced by tests to fail at the last steps.
@@ -125,7 +201,7 @@ var (
 	openDir = os.Open
 )
 
-func replace(path string, data []byte, mode fs.FileMode) (changed bool, err error) {
+func replace(path string, data io.Reader, mode fs.FileMode) (changed bool, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -140,7 +216,7 @@ func replace(path string, data []byte, mode fs.FileMode) (changed bool, err erro
 			_ = os.Remove(tmp.Name())
 		}
 	}()
-	if _, err = tmp.Write(data); err != nil {
+	if _, err = io.Copy(tmp, data); err != nil {
 		return false, fmt.Errorf("write %s: %w", path, err)
 	}
 	// CreateTemp makes 0600 files; chmod on the descriptor also escapes the umask.

@@ -212,3 +212,111 @@ func stat(t *testing.T, p string) os.FileInfo {
 	}
 	return fi
 }
+
+// TestSameContent: equal sizes are not enough (the digest decides), and
+// anything but two regular files is an error, never a verdict.
+func TestSameContent(t *testing.T) {
+	dir := t.TempDir()
+	// Larger than io.Copy's buffer, so the digest is fed more than once.
+	big := strings.Repeat("infradns\n", 20000)
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("a", big)
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, b string
+		want    bool
+		wantErr error
+	}{
+		{"same bytes", write("same", big), true, nil},
+		{"same size, last byte differs", write("flipped", big[:len(big)-1]+"X"), false, nil},
+		{"longer", write("longer", big+"x"), false, nil},
+		{"empty", write("empty", ""), false, nil},
+		{"missing", filepath.Join(dir, "missing"), false, fs.ErrNotExist},
+		{"symlink to the same file", link, false, ErrNotRegular},
+	} {
+		got, err := SameContent(a, tc.b)
+		if got != tc.want || (tc.wantErr == nil) != (err == nil) || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
+			t.Errorf("%s: %v, %v; want %v, %v", tc.name, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// TestCopyIfChanged: as WriteIfChanged, with the content streamed from a
+// file: created with mode, left alone (same inode, same mtime) when equal,
+// replaced when not, even at the same size.
+func TestCopyIfChanged(t *testing.T) {
+	dir, srcDir := t.TempDir(), t.TempDir()
+	src := filepath.Join(srcDir, "infradns")
+	p := filepath.Join(dir, "infradns")
+	setSrc := func(content string) {
+		if err := os.WriteFile(src, []byte(content), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	setSrc("binary one\n")
+	wrote, err := CopyIfChanged(p, src, 0o755)
+	if err != nil || !wrote {
+		t.Fatalf("first copy: wrote=%v err=%v", wrote, err)
+	}
+	assertFile(t, p, "binary one\n", 0o755)
+
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(p, past, past); err != nil {
+		t.Fatal(err)
+	}
+	before := stat(t, p)
+	if wrote, err := CopyIfChanged(p, src, 0o755); err != nil || wrote {
+		t.Fatalf("same content: wrote=%v err=%v", wrote, err)
+	}
+	if after := stat(t, p); !after.ModTime().Equal(past) || !os.SameFile(before, after) {
+		t.Errorf("same content touched the file: mtime %v, want %v", after.ModTime(), past)
+	}
+
+	setSrc("binary two\n") // the same size: only the digest tells them apart
+	if wrote, err := CopyIfChanged(p, src, 0o755); err != nil || !wrote {
+		t.Fatalf("same size, other content: wrote=%v err=%v", wrote, err)
+	}
+	assertFile(t, p, "binary two\n", 0o755)
+	if os.SameFile(before, stat(t, p)) {
+		t.Error("changed content was written in place, not renamed over")
+	}
+	assertNoTemp(t, dir, 1)
+
+	// The last step fails: the old copy stays, no temp file is left.
+	setSrc("binary three, longer\n")
+	rename = func(string, string) error { return errors.New("injected rename failure") }
+	t.Cleanup(func() { rename = os.Rename })
+	if _, err := CopyIfChanged(p, src, 0o755); err == nil {
+		t.Error("expected the injected error")
+	}
+	rename = os.Rename
+	assertFile(t, p, "binary two\n", 0o755)
+	assertNoTemp(t, dir, 1)
+
+	// A symlink at the target is refused and left; so is a missing source.
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CopyIfChanged(link, src, 0o755); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("symlink target: %v, want ErrNotRegular", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode().Type() != fs.ModeSymlink {
+		t.Errorf("symlink target: now %v (%v)", fi, err)
+	}
+	if _, err := CopyIfChanged(p, filepath.Join(srcDir, "missing"), 0o755); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing source: %v, want fs.ErrNotExist", err)
+	}
+	assertFile(t, p, "binary two\n", 0o755)
+	assertNoTemp(t, dir, 2)
+}

@@ -36,7 +36,12 @@ type Change struct {
 	// (Path below the root).
 	Path, Under string
 	Mode        fs.FileMode
-	Old, New    []byte
+	// Old and New are the contents; a copy (From set) has neither, its
+	// bytes are never held in memory.
+	Old, New []byte
+	From     string
+	// Size is the new content's length, New's or From's.
+	Size int64
 }
 
 // managed are the files render-node may have written for some role: a
@@ -57,7 +62,14 @@ func Plan(root string, outs []Output) ([]Change, error) {
 	want := map[string]bool{}
 	for _, o := range outs {
 		want[o.Path] = true
-		c := Change{Path: o.Path, Under: under(root, o.Path), Mode: o.Mode, New: o.Data}
+		c := Change{Path: o.Path, Under: under(root, o.Path), Mode: o.Mode, New: o.Data, From: o.From, Size: int64(len(o.Data))}
+		if o.From != "" {
+			if err := planCopy(&c); err != nil {
+				return nil, err
+			}
+			changes = append(changes, c)
+			continue
+		}
 		// A regular file or nothing: a device, pipe or symlink at a path
 		// render-node writes is refused, never read (a pipe would block)
 		// nor replaced.
@@ -97,6 +109,29 @@ func Plan(root string, outs []Output) ([]Change, error) {
 	return changes, nil
 }
 
+// planCopy is Plan for an output copied from a file.
+func planCopy(c *Change) error {
+	fi, err := os.Stat(c.From)
+	if err != nil {
+		return err
+	}
+	c.Size = fi.Size()
+	// Lstat first: SameContent's fs.ErrNotExist could be From's too.
+	if _, err := os.Lstat(c.Under); errors.Is(err, fs.ErrNotExist) {
+		c.Action = Create
+		return nil
+	}
+	same, err := atomicfile.SameContent(c.Under, c.From)
+	if err != nil {
+		return err
+	}
+	c.Action = Update
+	if same && modeIs(c.Under, c.Mode) {
+		c.Action = Unchanged
+	}
+	return nil
+}
+
 func under(root, p string) string { return filepath.Join(root, filepath.FromSlash(p)) }
 
 func modeIs(path string, mode fs.FileMode) bool {
@@ -105,8 +140,9 @@ func modeIs(path string, mode fs.FileMode) bool {
 }
 
 // Install carries out a plan: each file written with write (atomically,
-// keeping what did not change), each removed file removed. It stops at the
-// first error; what it did before is done.
+// keeping what did not change), each copy (From) by atomicfile.CopyIfChanged
+// (streamed: write would take the whole file in memory), each removed file
+// removed. It stops at the first error; what it did before is done.
 func Install(changes []Change, write func(path string, data []byte, mode fs.FileMode) (bool, error)) error {
 	for _, c := range changes {
 		switch c.Action {
@@ -114,7 +150,13 @@ func Install(changes []Change, write func(path string, data []byte, mode fs.File
 			if err := os.MkdirAll(filepath.Dir(c.Under), 0o755); err != nil {
 				return err
 			}
-			if _, err := write(c.Under, c.New, c.Mode); err != nil {
+			var err error
+			if c.From != "" {
+				_, err = atomicfile.CopyIfChanged(c.Under, c.From, c.Mode)
+			} else {
+				_, err = write(c.Under, c.New, c.Mode)
+			}
+			if err != nil {
 				return err
 			}
 			if err := os.Chmod(c.Under, c.Mode); err != nil {
@@ -140,6 +182,10 @@ func (c Change) Diff() string {
 	}
 	if c.Action == Remove {
 		to = "/dev/null"
+	}
+	if c.From != "" {
+		// A binary: a diff of its bytes says nothing to a person.
+		return fmt.Sprintf("--- %s\n+++ %s\ncopy of %s (%d bytes)\n", from, to, c.From, c.Size)
 	}
 	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: difflib.SplitLines(string(c.Old)), B: difflib.SplitLines(string(c.New)),

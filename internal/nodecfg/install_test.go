@@ -152,3 +152,62 @@ func TestPlanRefusesNonRegular(t *testing.T) {
 		t.Error("Plan hung reading a named pipe")
 	}
 }
+
+// TestInstallCopy: an output copied from a file (install's own binary) is
+// planned and installed as one with its data, and is never read whole
+// into the change.
+func TestInstallCopy(t *testing.T) {
+	root, src := t.TempDir(), filepath.Join(t.TempDir(), "infradns")
+	setSrc := func(content string) {
+		if err := os.WriteFile(src, []byte(content), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outs := []Output{{Path: BinaryPath, Mode: 0o755, From: src}}
+	step := func(name string, want Action, wantSize int64) {
+		t.Helper()
+		cs, err := Plan(root, outs)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(cs) != 1 || cs[0].Action != want || cs[0].Size != wantSize || cs[0].Old != nil || cs[0].New != nil {
+			t.Fatalf("%s: %+v, want %s, %d bytes, no contents", name, cs, want, wantSize)
+		}
+		if err := Install(cs, func(string, []byte, os.FileMode) (bool, error) {
+			return false, errors.New("a copy went through write")
+		}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	check := func(content string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, BinaryPath))
+		fi, serr := os.Stat(filepath.Join(root, BinaryPath))
+		if err != nil || serr != nil || string(b) != content || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("%s: %q %v %v, want %q mode 0755", BinaryPath, b, fi, err, content)
+		}
+	}
+
+	setSrc("version one\n")
+	step("first", Create, 12)
+	check("version one\n")
+	step("again", Unchanged, 12)
+	setSrc("version two\n") // the same size: the digest tells
+	step("same size, other bytes", Update, 12)
+	check("version two\n")
+	if err := os.Chmod(filepath.Join(root, BinaryPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	step("other mode", Update, 12)
+	check("version two\n")
+	step("settled", Unchanged, 12)
+
+	c := Change{Action: Update, Path: BinaryPath, Under: "/x" + BinaryPath, From: src, Size: 12}
+	if d := c.Diff(); !strings.Contains(d, "copy of "+src+" (12 bytes)") {
+		t.Errorf("diff of a copy: %q", d)
+	}
+	os.Remove(src)
+	if _, err := Plan(root, outs); err == nil {
+		t.Error("Plan with a missing source: no error")
+	}
+}

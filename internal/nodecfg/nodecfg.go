@@ -100,6 +100,11 @@ type Output struct {
 	Path string
 	Mode fs.FileMode
 	Data []byte
+	// From, when set, stands for Data: the file is a copy of this one,
+	// compared and copied by streaming. It is for install's copy of its
+	// own executable, tens of MB that holding in memory (twice, with the
+	// installed copy) on every install would cost for nothing.
+	From string
 	// Seed: written only when the node has none (forward.conf, which the
 	// dispatcher script owns once the node has booted).
 	Seed bool
