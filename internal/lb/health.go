@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"syscall"
 	"time"
 
@@ -40,6 +41,10 @@ type Prober struct {
 	// Watch is the interval of the connect checks between probes; 0 means
 	// DefaultWatchInterval, negative none.
 	Watch time.Duration
+	// Stopping, when set, is a file whose presence fails the check at
+	// once, looked at every Watch: the checked daemon says it is about to
+	// stop (see HAProxyStopping), so its VIPs leave while it still serves.
+	Stopping string
 	// Open, when set, may hold a healthy file at 1 a while longer (a group
 	// waiting for the node it prefers; see ClaimGate), given the time the
 	// check last became healthy. known false leaves a healthy file alone.
@@ -85,6 +90,10 @@ func (p *Prober) Run(ctx context.Context) error {
 		now := time.Now()
 		var res probeResult
 		switch {
+		case p.stopping():
+			// Ahead of the HTTP probe: the daemon still answers while it
+			// says it stops, which must not count as a pass.
+			res = probeRefused
 		case !now.Before(next):
 			res = p.probe(ctx, client)
 			next = now.Add(interval)
@@ -168,6 +177,23 @@ func (p *Prober) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// HAProxyStopping is the file the haproxy pod creates in its run directory
+// (beside the master socket) when kubelet stops it, before it stops
+// listening: SIGTERM is haproxy's hard stop, and even its soft stop closes
+// the listeners at once (haproxy 2.6 has no grace period), so the pod's
+// wrapper announces the stop, waits for the VIPs to leave this node, and
+// only then stops haproxy softly.
+const HAProxyStopping = "stopping"
+
+// stopping says whether the Stopping file exists.
+func (p *Prober) stopping() bool {
+	if p.Stopping == "" {
+		return false
+	}
+	_, err := os.Stat(p.Stopping)
+	return err == nil
 }
 
 type probeResult int

@@ -149,6 +149,58 @@ func TestProberRefusedFailsAtOnce(t *testing.T) {
 	}
 }
 
+// TestProberStoppingFailsAtOnce: a daemon that says it stops fails its
+// check at the next watch, while its port still answers every probe, and
+// passes again once the file is gone (a stop called off, or the next
+// daemon started).
+func TestProberStoppingFailsAtOnce(t *testing.T) {
+	var probes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { probes.Add(1) }))
+	defer srv.Close()
+	dir := t.TempDir()
+	path, stop := filepath.Join(dir, "api.health"), filepath.Join(dir, HAProxyStopping)
+	verdicts := make(chan bool, 10)
+	pr := &Prober{URL: srv.URL + "/haproxy_ready", Paths: []string{path}, Stopping: stop, Interval: 30 * time.Millisecond,
+		Watch: 10 * time.Millisecond, Rise: 2, Fall: 3, Changed: func(h bool) { verdicts <- h }}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() { _ = pr.Run(ctx) }()
+	want := func(healthy bool, track string) {
+		t.Helper()
+		select {
+		case v := <-verdicts:
+			if v != healthy {
+				t.Fatalf("verdict %v, want %v", v, healthy)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no verdict %v", healthy)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != track {
+			t.Fatalf("track file = %q, %v; want %q", b, err, track)
+		}
+	}
+	want(true, "0\n")
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want(false, "1\n")
+	// Probes would pass (the server answers): the file alone holds it.
+	before := probes.Load()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case v := <-verdicts:
+		t.Fatalf("verdict %v while the stopping file is there", v)
+	default:
+	}
+	if n := probes.Load(); n != before {
+		t.Errorf("%d probes sent while the daemon said it stops; want none", n-before)
+	}
+	if err := os.Remove(stop); err != nil {
+		t.Fatal(err)
+	}
+	want(true, "0\n")
+}
+
 // TestProberKeepsHysteresis: a bad answer from a port that is open is
 // doubt, not death: one 503 between successes moves nothing, two in a row
 // do.

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -410,9 +411,24 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 		if gate != nil {
 			p.Open = gate.Open
 		}
+		if check == cluster.CheckAPI {
+			p.Stopping = l.haproxyStopping()
+		}
 		wg.Go(func() { _ = p.Run(ctx) })
 	}
 	return wg.Wait
+}
+
+// haproxyStopping is the file haproxy's pod creates when it is being
+// stopped (lb.HAProxyStopping), in the directory of its master socket
+// (haproxy's own run directory): "" when haproxy is reloaded another way
+// (a pid file may sit in a directory shared with anything).
+func (l *LBConfig) haproxyStopping() string {
+	r := l.reload[lb.HAProxyCfg]
+	if r.method != "socket" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(r.path), lb.HAProxyStopping)
 }
 
 // newDrainer is the drainer of the VIPs of m (see vrrp.Drainer).

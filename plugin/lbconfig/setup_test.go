@@ -41,6 +41,18 @@ func TestParse(t *testing.T) {
 				t.Errorf("Default keepalived reload = %+v", r)
 			}
 		}},
+		{name: "haproxy through its master socket", input: `lbconfig {
+			cluster ocp4
+			api-vip 192.0.2.5
+			keepalived /etc/keepalived/keepalived.conf
+			haproxy /etc/infradns/lb/haproxy.cfg
+			reload haproxy socket /run/infradns/haproxy/master.sock
+		}`, check: func(t *testing.T, l *LBConfig) {
+			// The pod's wrapper announces a stop there (deploy/static-pods/haproxy.yaml.tmpl).
+			if f := l.haproxyStopping(); f != "/run/infradns/haproxy/stopping" {
+				t.Errorf("stopping file %q, want /run/infradns/haproxy/stopping", f)
+			}
+		}},
 		{name: "everything", input: `lbconfig {
 			kubeconfig /etc/kubernetes/kubeconfig
 			cluster ocp4
@@ -80,6 +92,9 @@ func TestParse(t *testing.T) {
 			}
 			if r := l.reload[lb.HAProxyCfg]; r.method != "pidfile" || r.path != "/run/haproxy.pid" {
 				t.Errorf("haproxy reload = %+v", r)
+			}
+			if f := l.haproxyStopping(); f != "" {
+				t.Errorf("haproxy reloaded through a pid file in /run: stopping file %q, want none", f)
 			}
 			if _, name := l.model.IngressService(); name != "router-internal-apps" || len(s.StaticBackends) != 3 || s.StaticBackends[0].Port() != 6443 {
 				t.Errorf("Ingress %s, backends %v", name, s.StaticBackends)

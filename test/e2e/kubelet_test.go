@@ -281,6 +281,7 @@ type klPod struct {
 	Ready    bool
 	Restarts map[string]int32  // by container
 	IDs      map[string]string // container IDs
+	Images   map[string]string // the spec's image, by container
 }
 
 // pods asks the node's kubelet for its pods and their status (standalone
@@ -307,7 +308,10 @@ func (k *klNode) pods(ctx context.Context) (map[string]klPod, error) {
 	}
 	out := map[string]klPod{}
 	for _, p := range list.Items {
-		kp := klPod{Name: p.Name, Restarts: map[string]int32{}, IDs: map[string]string{}}
+		kp := klPod{Name: p.Name, Restarts: map[string]int32{}, IDs: map[string]string{}, Images: map[string]string{}}
+		for _, c := range p.Spec.Containers {
+			kp.Images[c.Name] = c.Image
+		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady {
 				kp.Ready = c.Status == corev1.ConditionTrue
@@ -387,8 +391,8 @@ func TestKubeletStaticPods(t *testing.T) {
 	}
 	kubeconfig := string(mustRead(t, kube.Kubeconfig))
 
-	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
-	writeFile(t, clusterFile, fmt.Sprintf(`cluster: %s
+	clusterYAML := func(image string) string {
+		return fmt.Sprintf(`cluster: %s
 domain: %s
 apiVIPs: [%s]
 ingressVIPs: [%s]
@@ -398,7 +402,10 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 apiServers: [%s]
 upstreams: [198.51.100.53]
 listen: [%s, lo]
-`, klCluster, domain, klAPIVIP, lab.Host4(131), lab.Iface, klImage, apiHostPort, lab.Iface))
+`, klCluster, domain, klAPIVIP, lab.Host4(131), lab.Iface, image, apiHostPort, lab.Iface)
+	}
+	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
+	writeFile(t, clusterFile, clusterYAML(klImage))
 
 	base := t.TempDir()
 	var nodes []*klNode
@@ -599,6 +606,10 @@ listen: [%s, lo]
 			t.Errorf("containerd on %s exited: %v\n%s", k.n.Name, k.containerd.Err(), lab.Tail(k.containerd.LogPath, 20))
 		}
 	}
+	if t.Failed() {
+		return
+	}
+	klRollingUpgrade(ctx, t, l, kube, nodes, clusterYAML, podNames)
 }
 
 // klVIPAnswers checks that the API VIP, every node's second nameserver,

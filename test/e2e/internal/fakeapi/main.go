@@ -5,13 +5,19 @@
 //	    HTTPS with a throwaway self-signed certificate: /readyz answers 200
 //	    "ok" (after D, a loaded apiserver's slow readiness checks),
 //	    everything else "hello from NODE".
-//	fakeapi probe -url URL [-interval 20ms] [-timeout 500ms] [-open]
+//	fakeapi probe -url URL [-interval 20ms] [-timeout 500ms] [-open] [-bearer TOKEN]
 //	    one GET per interval, each on a new connection (a kept-alive
 //	    connection would hide a VIP move), one line per request on stdout:
 //	    "START_UNIX_NANO END_UNIX_NANO ok BODY" or "... fail ERROR".
 //	    With -open a request starts every interval even while earlier ones
 //	    wait (an open loop, as many independent clients): a stalled request
-//	    does not hold back the ones after it.
+//	    does not hold back the ones after it. -bearer sends the token (a
+//	    real kube-apiserver's /readyz behind the VIP).
+//	fakeapi resolve -names N1,N2 [-interval 50ms] [-timeout 3s]
+//	    one lookup per interval, the names in turn, through Go's stub
+//	    resolver and this host's /etc/resolv.conf (its nameservers in
+//	    order, the next one when one refuses or times out, as a node's
+//	    processes resolve); the same line format with "NAME=ADDR,ADDR".
 //	fakeapi hold -addr HOST:PORT [-interval 100ms] [-timeout 2s]
 //	    one TLS connection, dialled once, with an HTTP/1.1 GET / on it every
 //	    interval; the same line format plus the connection's local address.
@@ -21,6 +27,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -52,6 +59,8 @@ func main() {
 		err = probe(os.Args[2:])
 	case "hold":
 		err = hold(os.Args[2:])
+	case "resolve":
+		err = resolve(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -117,6 +126,7 @@ func probe(args []string) error {
 	interval := fs.Duration("interval", 20*time.Millisecond, "time between request starts")
 	timeout := fs.Duration("timeout", 500*time.Millisecond, "per-request timeout")
 	open := fs.Bool("open", false, "start a request every interval even while earlier ones wait")
+	bearer := fs.String("bearer", "", "a bearer token to send")
 	_ = fs.Parse(args)
 	if *url == "" {
 		return fmt.Errorf("probe: -url is required")
@@ -133,7 +143,7 @@ func probe(args []string) error {
 	one := func() error {
 		start := time.Now()
 		status := "ok"
-		detail, err := get(c, *url)
+		detail, err := get(c, *url, *bearer)
 		if err != nil {
 			status, detail = "fail", err.Error()
 		}
@@ -171,8 +181,15 @@ func probe(args []string) error {
 	return nil
 }
 
-func get(c *http.Client, url string) (string, error) {
-	resp, err := c.Get(url)
+func get(c *http.Client, url, bearer string) (string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -251,4 +268,42 @@ func holdGet(c *tls.Conn, br *bufio.Reader, host string, deadline time.Time) (st
 		return "", fmt.Errorf("the server closes the connection after this response")
 	}
 	return string(b), nil
+}
+
+func resolve(args []string) error {
+	fs := flag.NewFlagSet("resolve", flag.ExitOnError)
+	names := fs.String("names", "", "comma-separated names to look up in turn")
+	interval := fs.Duration("interval", 50*time.Millisecond, "time between lookup starts")
+	timeout := fs.Duration("timeout", 3*time.Second, "per-lookup timeout (all nameservers)")
+	_ = fs.Parse(args)
+	if *names == "" {
+		return fmt.Errorf("resolve: -names is required")
+	}
+	list := strings.Split(*names, ",")
+	r := &net.Resolver{PreferGo: true}
+	out := bufio.NewWriter(os.Stdout)
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		<-tick.C
+		name := list[i%len(list)]
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		addrs, err := r.LookupNetIP(ctx, "ip4", name)
+		cancel()
+		status, detail := "ok", ""
+		if err != nil {
+			status, detail = "fail", name+"="+err.Error()
+		} else {
+			var as []string
+			for _, a := range addrs {
+				as = append(as, a.String())
+			}
+			detail = name + "=" + strings.Join(as, ",")
+		}
+		fmt.Fprintf(out, "%d %d %s %s\n", start.UnixNano(), time.Now().UnixNano(), status, strings.Join(strings.Fields(detail), "_"))
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
 }

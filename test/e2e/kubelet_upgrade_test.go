@@ -1,0 +1,318 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/kubetest"
+	"github.com/infradns/infradns/internal/nodecfg"
+	"github.com/infradns/infradns/test/e2e/lab"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// klNextImage is the image the rolling upgrade moves to: the same content
+// under another name, which is all kubelet sees of an upgrade (a changed
+// manifest, so every static pod is replaced).
+const klNextImage = "quay.io/infradns/infradns:e2e-next"
+
+// klHolderChange is one change of the set of nodes holding the API VIP.
+type klHolderChange struct {
+	at      time.Time
+	holders []string
+}
+
+// klWatchHolders records every change of who holds vip until stop is
+// called, which returns the changes (the first is the state at the start).
+func klWatchHolders(nodes []*klNode, vip netip.Addr) (stop func() []klHolderChange) {
+	var (
+		mu      sync.Mutex
+		changes []klHolderChange
+		done    = make(chan struct{})
+		exited  = make(chan struct{})
+	)
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var hs []string
+			for _, k := range nodes {
+				if has, err := k.n.HasAddr(vip); err == nil && has {
+					hs = append(hs, k.n.Name)
+				}
+			}
+			mu.Lock()
+			if len(changes) == 0 || !slices.Equal(changes[len(changes)-1].holders, hs) {
+				changes = append(changes, klHolderChange{time.Now(), hs})
+			}
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() []klHolderChange {
+		close(done)
+		<-exited
+		mu.Lock()
+		defer mu.Unlock()
+		return changes
+	}
+}
+
+// klRollingUpgrade runs the guide's upgrade runbook as written: the new
+// image in the cluster file, then `infradns install` on one node at a
+// time, the VIP's holder last, each node's pods Ready and doctor passing
+// before the next. A client opens a new TLS connection to the real
+// apiserver through the API VIP every 20 ms the whole time, and every node
+// resolves cluster names through its own /etc/resolv.conf every 50 ms:
+// neither may lose a request, and each node gives the VIP up at most once.
+func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubetest.Cluster, nodes []*klNode, clusterYAML func(image string) string, podNames []string) {
+	t.Helper()
+	infradns := lab.Binary(t, "infradns")
+	fakeapi := vrrpBuildFakeAPI(t)
+	for _, k := range nodes {
+		if _, err := k.ctr(ctx, "images", "tag", klImage, klNextImage); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The namespace of the status Leases, as `infradns identities` leaves
+	// a cluster (doctor checks that lbconfig may write there).
+	if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nodecfg.DefaultStatusLeaseNamespace}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next := filepath.Join(t.TempDir(), "cluster.yaml")
+	writeFile(t, next, clusterYAML(klNextImage))
+
+	status, upgrade := klGuideUpgrade(t)
+	run := func(k *klNode, argv []string) (string, error) {
+		return k.run(ctx, append([]string{"env", "KUBECONFIG=/etc/kubernetes/infradns/kubeconfig", infradns}, argv...)...)
+	}
+	holder := klOneHolder(ctx, t, nodes, kube)
+	// The runbook's first step names the holder (from the status Leases
+	// every holder's lbconfig writes).
+	lab.Eventually(t, 60*time.Second, 500*time.Millisecond, "infradns status names "+holder.n.Name+" as the API VIP's holder", func() error {
+		out, err := run(nodes[0], klGuideArgs(status, next))
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, klAPIVIP.String()) && slices.Contains(strings.Fields(line), holder.n.Name) {
+				t.Logf("infradns status, the runbook's first step:\n%s", out)
+				return nil
+			}
+		}
+		return fmt.Errorf("status:\n%s", out)
+	})
+	var order []*klNode
+	for _, k := range nodes {
+		if k != holder {
+			order = append(order, k)
+		}
+	}
+	order = append(order, holder) // the runbook: a VIP's holder last
+
+	apiName, ingName := "api-int."+domain+".", "upgrade.apps."+domain+"."
+	want := map[string]string{apiName: klAPIVIP.String(), ingName: lab.Host4(131).String()}
+	var names []string
+	for _, k := range nodes {
+		name := k.n.Name + "." + domain + "."
+		want[name] = k.n.IPv4.String()
+		names = append(names, name)
+	}
+	names = append([]string{apiName, ingName}, names...)
+	resolvers := map[*klNode]*lab.Process{}
+	for _, k := range nodes {
+		t.Logf("%s's resolv.conf: %q", k.n.Name, strings.TrimSpace(string(mustRead(t, k.path("/etc/resolv.conf")))))
+		resolvers[k] = k.start(t, "resolve-probe", fakeapi, "resolve", "-names", strings.Join(names, ","), "-interval", "50ms", "-timeout", "3s")
+	}
+	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(klAPIVIP, vrrpLBPort))
+	client := l.Client().Start("upgrade-probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "1s", "-bearer", kube.Token})
+	stopWatch := klWatchHolders(nodes, klAPIVIP)
+	// Both probes are answering before the first node moves.
+	lab.Eventually(t, 20*time.Second, 100*time.Millisecond, "the probes answer", func() error {
+		if n := len(parseFakeAPI(client.Log())); n < 25 {
+			return fmt.Errorf("client: %d requests", n)
+		}
+		for k, p := range resolvers {
+			if n := len(parseFakeAPI(p.Log())); n < 10 {
+				return fmt.Errorf("%s: %d lookups", k.n.Name, n)
+			}
+		}
+		return nil
+	})
+
+	start := time.Now()
+	took := map[string]time.Duration{}
+	for _, k := range order {
+		before, err := k.pods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		// -node: the lab nodes' host name is not their Node name.
+		if out, err := run(k, append(klGuideArgs(upgrade[0], next), "-node", k.n.Name)); err != nil {
+			t.Fatalf("install on %s: %v", k.n.Name, err)
+		} else if k == order[0] {
+			t.Logf("install on %s:\n%s", k.n.Name, out)
+		}
+		lab.Eventually(t, klBound, 250*time.Millisecond, k.n.Name+": every pod replaced, on "+klNextImage+" and Ready", func() error {
+			ps, err := k.pods(ctx)
+			if err != nil {
+				return err
+			}
+			for _, name := range podNames {
+				p, ok := ps[name]
+				if !ok || !p.Ready {
+					return fmt.Errorf("%s not Ready", name)
+				}
+				for c, img := range p.Images {
+					if img != klNextImage {
+						return fmt.Errorf("%s/%s: image %s", name, c, img)
+					}
+					if id := p.IDs[c]; id == "" || id == before[name].IDs[c] {
+						return fmt.Errorf("%s/%s: container %q not replaced", name, c, id)
+					}
+				}
+			}
+			return nil
+		})
+		if out, err := run(k, append(klGuideArgs(upgrade[1], next), "-node", k.n.Name)); err != nil {
+			t.Errorf("doctor on %s after its upgrade: %v\n%s", k.n.Name, err, out)
+		}
+		took[k.n.Name] = time.Since(began)
+		t.Logf("%s upgraded: pods replaced, Ready and doctor passing %v after install", k.n.Name, took[k.n.Name].Round(100*time.Millisecond))
+	}
+	klOneHolder(ctx, t, nodes, kube)
+	// The last lookups and requests of the last node's change.
+	time.Sleep(time.Second)
+	changes := stopWatch()
+	if err := client.Stop(2 * time.Second); err != nil && !client.Exited() {
+		t.Error(err)
+	}
+	for _, p := range resolvers {
+		if err := p.Stop(2 * time.Second); err != nil && !p.Exited() {
+			t.Error(err)
+		}
+	}
+	t.Logf("rolling upgrade of %d nodes in %v", len(nodes), time.Since(start).Round(100*time.Millisecond))
+
+	// The client: every request through the API VIP answered.
+	rs := parseFakeAPI(client.Log())
+	var failed []string
+	for _, r := range rs {
+		if !r.ok {
+			failed = append(failed, fmt.Sprintf("+%v %s", r.start.Sub(start).Round(time.Millisecond), r.detail))
+		}
+	}
+	t.Logf("API VIP client: %d requests (a new TLS connection every 20 ms to the apiserver's /readyz), %d failed", len(rs), len(failed))
+	if len(rs) < 100 || len(failed) > 0 {
+		t.Errorf("API VIP client: %d requests, %d failed: %v", len(rs), len(failed), failed)
+	}
+
+	// Every node's resolver: every lookup answered, and right.
+	for _, k := range nodes {
+		ls := parseFakeAPI(resolvers[k].Log())
+		var bad []string
+		var slowest time.Duration
+		for _, r := range ls {
+			slowest = max(slowest, r.end.Sub(r.start))
+			name, addrs, _ := strings.Cut(r.detail, "=")
+			if !r.ok || addrs != want[name] {
+				bad = append(bad, fmt.Sprintf("+%v %s (took %v)", r.start.Sub(start).Round(time.Millisecond), r.detail, r.end.Sub(r.start).Round(time.Millisecond)))
+			}
+		}
+		t.Logf("%s's resolver: %d lookups of %d names, %d failed or wrong, slowest %v", k.n.Name, len(ls), len(names), len(bad), slowest.Round(time.Millisecond))
+		if len(ls) < 50 || len(bad) > 0 {
+			t.Errorf("%s's resolver: %d lookups, %d failed or wrong: %v", k.n.Name, len(ls), len(bad), bad)
+		}
+	}
+
+	// The VIP: one holder at every sample, and a node gives it up at most
+	// once.
+	gaveUp := map[string]int{}
+	var trace []string
+	for i, c := range changes {
+		trace = append(trace, fmt.Sprintf("+%v %v", c.at.Sub(start).Round(time.Millisecond), c.holders))
+		if len(c.holders) > 1 {
+			end := time.Now()
+			if i+1 < len(changes) {
+				end = changes[i+1].at
+			}
+			t.Errorf("%v held the API VIP together for %v", c.holders, end.Sub(c.at).Round(time.Millisecond))
+		}
+		if i > 0 {
+			for _, h := range changes[i-1].holders {
+				if !slices.Contains(c.holders, h) {
+					gaveUp[h]++
+				}
+			}
+		}
+	}
+	t.Logf("API VIP holders during the upgrade: %v; moves away by node: %v", trace, gaveUp)
+	for name, n := range gaveUp {
+		if n > 1 {
+			t.Errorf("%s gave the API VIP up %d times in one upgrade (want at most 1): %v", name, n, trace)
+		}
+	}
+	if len(changes) == 0 || len(changes[len(changes)-1].holders) != 1 {
+		t.Errorf("the API VIP's holders at the end: %v", trace)
+	}
+}
+
+// klGuideUpgrade reads the guide's upgrade runbook: its first command
+// (infradns status, once) and the two run on each node in turn (install,
+// then doctor), each checked to be the one the runbook means.
+func klGuideUpgrade(t *testing.T) (status string, perNode []string) {
+	t.Helper()
+	root, err := lab.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(mustRead(t, filepath.Join(root, "docs/operator-guide.md")))
+	i := strings.Index(doc, "**Upgrade (new image).**")
+	if i < 0 {
+		t.Fatal("docs/operator-guide.md: no upgrade runbook (**Upgrade (new image).**)")
+	}
+	blocks := shBlocks(doc[i:])
+	if len(blocks) == 0 {
+		t.Fatal("docs/operator-guide.md: the upgrade runbook has no sh block")
+	}
+	var cmds []string
+	for _, line := range strings.Split(blocks[0], "\n") {
+		if c, _, _ := strings.Cut(line, "#"); strings.TrimSpace(c) != "" {
+			cmds = append(cmds, strings.TrimSpace(c))
+		}
+	}
+	want := []string{"infradns status", "infradns install -f cluster.yaml -role control-plane", "infradns doctor -f cluster.yaml -role control-plane"}
+	if !slices.Equal(cmds, want) {
+		t.Fatalf("the guide's upgrade runbook is %q; this test runs %q (change both)", cmds, want)
+	}
+	return cmds[0], cmds[1:]
+}
+
+// klGuideArgs are the arguments of a runbook command, the cluster file at
+// file.
+func klGuideArgs(cmd, file string) []string {
+	args := strings.Fields(strings.TrimPrefix(cmd, "infradns "))
+	for i, a := range args {
+		if a == "cluster.yaml" {
+			args[i] = file
+		}
+	}
+	return args
+}
