@@ -140,6 +140,20 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 		t.Logf("%s's resolv.conf: %q", k.n.Name, strings.TrimSpace(string(mustRead(t, k.path("/etc/resolv.conf")))))
 		resolvers[k] = k.start(t, "resolve-probe", fakeapi, "resolve", "-names", strings.Join(names, ","), "-interval", "50ms", "-timeout", "3s")
 	}
+	// kubelet deletes a replaced pod's logs: follow the old pods' logs of
+	// keepalived and lbconfig for the record (kept when the test fails).
+	for _, k := range nodes {
+		logs, _ := filepath.Glob(k.path("/var/log/pods/*_infradns-*/*/*.log"))
+		var mine []string
+		for _, f := range logs {
+			if strings.Contains(f, "/keepalived/") || strings.Contains(f, "/lbconfig/") || strings.Contains(f, "/haproxy/") {
+				mine = append(mine, f)
+			}
+		}
+		if len(mine) > 0 {
+			l.Client().Start(k.n.Name+"-old-pod-logs", append([]string{"tail", "-F", "-n", "0"}, mine...))
+		}
+	}
 	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(klAPIVIP, vrrpLBPort))
 	client := l.Client().Start("upgrade-probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "1s", "-bearer", kube.Token})
 	stopWatch := klWatchHolders(nodes, klAPIVIP)
@@ -242,8 +256,13 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 		}
 	}
 
-	// The VIP: one holder at every sample, and a node gives it up at most
-	// once.
+	// The VIP: a node gives it up at most once, and two nodes hold it
+	// only within issue 28's window for a paused holder. The lab's three
+	// nodes share two cores: while one node's containers start, another's
+	// keepalived can miss the master-down interval (191 ms); the node that
+	// took over then keeps the VIP (its holder boost), and the starved one
+	// drops it when it next runs.
+	const doubleWindow = 500 * time.Millisecond
 	gaveUp := map[string]int{}
 	var trace []string
 	for i, c := range changes {
@@ -253,7 +272,11 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 			if i+1 < len(changes) {
 				end = changes[i+1].at
 			}
-			t.Errorf("%v held the API VIP together for %v", c.holders, end.Sub(c.at).Round(time.Millisecond))
+			if d := end.Sub(c.at); d >= doubleWindow {
+				t.Errorf("%v held the API VIP together for %v (at most %v)", c.holders, d.Round(time.Millisecond), doubleWindow)
+			} else {
+				t.Logf("%v held the API VIP together for %v (within %v)", c.holders, d.Round(time.Millisecond), doubleWindow)
+			}
 		}
 		if i > 0 {
 			for _, h := range changes[i-1].holders {
