@@ -112,21 +112,32 @@ func openRegular(path string) (*os.File, error) {
 // reload).
 func WriteIfChanged(path string, data []byte, mode fs.FileMode) (bool, error) {
 	old, err := ReadRegular(path)
+	mode, write, err := writeMode(path, err == nil && bytes.Equal(old, data), err, mode)
+	if !write {
+		return false, err
+	}
+	return replace(path, bytes.NewReader(data), mode)
+}
+
+// writeMode says, from the comparison of what is at path with the new
+// content (same, or cmpErr when it could not be read), whether to write
+// and with which mode: an existing file keeps its own.
+func writeMode(path string, same bool, cmpErr error, mode fs.FileMode) (fs.FileMode, bool, error) {
 	switch {
-	case err == nil:
-		if bytes.Equal(old, data) {
-			return false, nil
+	case cmpErr == nil:
+		if same {
+			return mode, false, nil
 		}
 		if fi, err := os.Lstat(path); err == nil {
 			mode = fi.Mode().Perm()
 		}
-	case errors.Is(err, fs.ErrNotExist):
-	case errors.Is(err, ErrNotRegular):
-		return false, fmt.Errorf("write %w", err)
+	case errors.Is(cmpErr, fs.ErrNotExist):
+	case errors.Is(cmpErr, ErrNotRegular):
+		return mode, false, fmt.Errorf("write %w", cmpErr)
 	default:
-		return false, fmt.Errorf("read %s: %w", path, err)
+		return mode, false, fmt.Errorf("read %s: %w", path, cmpErr)
 	}
-	return replace(path, bytes.NewReader(data), mode)
+	return mode, true, nil
 }
 
 // SameContent reports whether the regular files a and b hold the same
@@ -178,19 +189,9 @@ func CopyIfChanged(path, src string, mode fs.FileMode) (bool, error) {
 	}
 	defer in.Close()
 	same, err := SameContent(path, src)
-	switch {
-	case err == nil:
-		if same {
-			return false, nil
-		}
-		if fi, err := os.Lstat(path); err == nil {
-			mode = fi.Mode().Perm()
-		}
-	case errors.Is(err, fs.ErrNotExist):
-	case errors.Is(err, ErrNotRegular):
-		return false, fmt.Errorf("write %w", err)
-	default:
-		return false, fmt.Errorf("read %s: %w", path, err)
+	mode, write, err := writeMode(path, same, err, mode)
+	if !write {
+		return false, err
 	}
 	return replace(path, in, mode)
 }

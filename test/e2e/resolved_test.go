@@ -135,8 +135,6 @@ func TestSystemdResolvedReal(t *testing.T) {
 			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
 		}
 	}
-	rd, libdir := resolvedBinaries(t)
-	ld := "LD_LIBRARY_PATH=" + libdir
 	infradns, coredns := lab.Binary(t, "infradns"), lab.Binary(t, "coredns")
 	l := lab.New(t, lab.Config{Prefix: "rs", Nodes: 1, Client: true, TeardownGrace: time.Second})
 	site := startSiteDNS(t, l, coredns)
@@ -172,42 +170,9 @@ image: %s
 kubeconfig: /etc/kubernetes/infradns/kubeconfig
 `, domain, vip, ingressVIP, lab.Iface, klImage))
 
-	// The host as a netplan/networkd machine has it: resolved's stub in
-	// /etc/resolv.conf, its user, its bus policy; then the system bus and
-	// resolved.
-	writeFile(t, k.path("/etc/resolv.conf"), "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch .\n")
-	appendFile(t, k.path("/etc/passwd"), "systemd-resolve:x:991:991:systemd Resolver:/:/usr/sbin/nologin\n")
-	appendFile(t, k.path("/etc/group"), "systemd-resolve:x:991:\n")
-	if out, err := k.run(ctx, "mkdir", "-p", "/etc/dbus-1/system.d", "/run/dbus", "/run/systemd"); err != nil {
-		t.Fatal(err, out)
-	}
-	writeFile(t, k.path("/etc/dbus-1/system.d/org.freedesktop.resolve1.conf"), string(mustRead(t, filepath.Join(rd, "usr/share/dbus-1/system.d/org.freedesktop.resolve1.conf"))))
-	k.start(t, "dbus", "dbus-daemon", "--system", "--nofork", "--nopidfile")
-	resolvectl := filepath.Join(rd, "usr/bin/resolvectl")
-	var resolved *lab.Process
-	startResolved := func() {
-		t.Helper()
-		resolved = k.start(t, "resolved", "env", ld, filepath.Join(rd, "lib/systemd/systemd-resolved"))
-		// systemd-networkd's part: the link's DNS server (netplan's
-		// nameservers), pushed over the bus once resolved is on it.
-		lab.Eventually(t, 20*time.Second, 100*time.Millisecond, "resolved takes the link's DNS server", func() error {
-			_, err := k.run(ctx, "env", ld, resolvectl, "dns", lab.Iface, site.IPv4.String())
-			return err
-		})
-	}
-	startResolved()
-
-	// A systemctl that records what the script asks of it (the lab node
-	// runs no systemd: install runs the script itself, once).
-	shim := filepath.Join(t.TempDir(), "bin")
-	if err := os.MkdirAll(shim, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	calls := filepath.Join(filepath.Dir(shim), "systemctl.calls")
-	writeFile(t, filepath.Join(shim, "systemctl"), "#!/bin/sh\necho \"$*\" >>"+calls+"\n")
-	if err := os.Chmod(filepath.Join(shim, "systemctl"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	rh := startResolvedHost(ctx, t, k, site.IPv4)
+	resolvectl, ld := rh.resolvectl, rh.ld
+	shim, calls := systemctlShim(t)
 	path := "PATH=" + shim + ":/usr/sbin:/usr/bin:/sbin:/bin"
 	// A fresh host's arp_ignore (the lab's nodes have 1): install raises
 	// it, uninstall puts it back.
@@ -260,10 +225,7 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 	}
 	// What systemctl would do: restart resolved (networkd pushes the link
 	// servers again).
-	if err := resolved.Stop(5 * time.Second); err != nil && !resolved.Exited() {
-		t.Fatal(err)
-	}
-	startResolved()
+	rh.restart()
 
 	nodeIP := n.IPv4.String()
 	if got, want := string(mustRead(t, k.path(nodecfg.ResolvedDropIn))), fmt.Sprintf("[Resolve]\nDNS=%s %s\nDomains=~%s\n", nodeIP, vip, domain); !strings.HasSuffix(got, want) {
@@ -360,6 +322,76 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 	if got, err := k.run(ctx, "cat", "/proc/sys/net/ipv4/conf/all/arp_ignore"); err != nil || strings.TrimSpace(got) != "0" {
 		t.Errorf("arp_ignore after uninstall: %q %v, want 0 as before install", got, err)
 	}
+}
+
+// resolvedHost is a lab node made a netplan/networkd host: systemd-resolved
+// (Debian's) on a private D-Bus system bus in the node's namespaces, its
+// stub in /etc/resolv.conf, the link's DNS server pushed over the bus as
+// systemd-networkd does from netplan.
+type resolvedHost struct {
+	t          *testing.T
+	ctx        context.Context
+	k          *klNode
+	site       netip.Addr
+	rd, ld     string // the extracted packages, LD_LIBRARY_PATH=...
+	resolvectl string
+	proc       *lab.Process
+}
+
+func startResolvedHost(ctx context.Context, t *testing.T, k *klNode, site netip.Addr) *resolvedHost {
+	t.Helper()
+	rd, libdir := resolvedBinaries(t)
+	r := &resolvedHost{t: t, ctx: ctx, k: k, site: site, rd: rd, ld: "LD_LIBRARY_PATH=" + libdir, resolvectl: filepath.Join(rd, "usr/bin/resolvectl")}
+	// The host as a netplan/networkd machine has it: resolved's stub in
+	// /etc/resolv.conf, its user, its bus policy; then the system bus and
+	// resolved.
+	writeFile(t, k.path("/etc/resolv.conf"), "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch .\n")
+	appendFile(t, k.path("/etc/passwd"), "systemd-resolve:x:991:991:systemd Resolver:/:/usr/sbin/nologin\n")
+	appendFile(t, k.path("/etc/group"), "systemd-resolve:x:991:\n")
+	if out, err := k.run(ctx, "mkdir", "-p", "/etc/dbus-1/system.d", "/run/dbus", "/run/systemd"); err != nil {
+		t.Fatal(err, out)
+	}
+	writeFile(t, k.path("/etc/dbus-1/system.d/org.freedesktop.resolve1.conf"), string(mustRead(t, filepath.Join(rd, "usr/share/dbus-1/system.d/org.freedesktop.resolve1.conf"))))
+	k.start(t, "dbus", "dbus-daemon", "--system", "--nofork", "--nopidfile")
+	r.start()
+	return r
+}
+
+func (r *resolvedHost) start() {
+	r.t.Helper()
+	r.proc = r.k.start(r.t, "resolved", "env", r.ld, filepath.Join(r.rd, "lib/systemd/systemd-resolved"))
+	// systemd-networkd's part: the link's DNS server (netplan's
+	// nameservers), pushed over the bus once resolved is on it.
+	lab.Eventually(r.t, 20*time.Second, 100*time.Millisecond, r.k.n.Name+": resolved takes the link's DNS server", func() error {
+		_, err := r.k.run(r.ctx, "env", r.ld, r.resolvectl, "dns", lab.Iface, r.site.String())
+		return err
+	})
+}
+
+// restart is what systemctl does when the script asks: resolved
+// restarted, networkd pushing the link's server again.
+func (r *resolvedHost) restart() {
+	r.t.Helper()
+	if err := r.proc.Stop(5 * time.Second); err != nil && !r.proc.Exited() {
+		r.t.Fatal(err)
+	}
+	r.start()
+}
+
+// systemctlShim is a directory holding a systemctl that records what it
+// is asked (one line per call, in calls): the lab's nodes run no systemd.
+func systemctlShim(t *testing.T) (dir, calls string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	calls = filepath.Join(filepath.Dir(dir), "systemctl.calls")
+	writeFile(t, filepath.Join(dir, "systemctl"), "#!/bin/sh\necho \"$*\" >>"+calls+"\n")
+	if err := os.Chmod(filepath.Join(dir, "systemctl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, calls
 }
 
 func appendFile(t *testing.T, p, s string) {
