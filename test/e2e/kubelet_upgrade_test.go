@@ -16,10 +16,21 @@ import (
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/internal/nodecfg"
 	"github.com/infradns/infradns/test/e2e/lab"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// klUpgradeEnv turns on TestKubeletStaticPods's rolling-upgrade phase. It
+// is not in make test yet: on this lab (three nodes on two cores) about one
+// run in three still loses a request or a lookup, for two causes known but
+// not fixed (issue 27's notes): lbconfig, stopped with keepalived, takes
+// the VIP's drain copy on lo away before keepalived's goodbye, so a
+// connection open at the hand-over is reset; and starved nodes move the
+// VIP during a backup's upgrade.
+const klUpgradeEnv = "INFRADNS_UPGRADE"
 
 // klNextImage is the image the rolling upgrade moves to: the same content
 // under another name, which is all kubelet sees of an upgrade (a changed
@@ -32,41 +43,78 @@ type klHolderChange struct {
 	holders []string
 }
 
-// klWatchHolders records every change of who holds vip until stop is
-// called, which returns the changes (the first is the state at the start).
-func klWatchHolders(nodes []*klNode, vip netip.Addr) (stop func() []klHolderChange) {
+// klWatchHolders records every change of who holds vip on the cluster
+// interface until stop is called, which returns the changes (the first is
+// the state at the start). It follows the nodes' address events over
+// netlink: polling with `ip` every few milliseconds was itself a load on
+// the lab's two cores.
+func klWatchHolders(t *testing.T, nodes []*klNode, vip netip.Addr) (stop func() []klHolderChange) {
+	t.Helper()
 	var (
 		mu      sync.Mutex
 		changes []klHolderChange
+		held    = map[string]bool{}
 		done    = make(chan struct{})
-		exited  = make(chan struct{})
+		wg      sync.WaitGroup
 	)
-	go func() {
-		defer close(exited)
-		tick := time.NewTicker(25 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var hs []string
-			for _, k := range nodes {
-				if has, err := k.n.HasAddr(vip); err == nil && has {
-					hs = append(hs, k.n.Name)
-				}
-			}
-			mu.Lock()
-			if len(changes) == 0 || !slices.Equal(changes[len(changes)-1].holders, hs) {
-				changes = append(changes, klHolderChange{time.Now(), hs})
-			}
-			mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-tick.C:
+	record := func(name string, has bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		held[name] = has
+		var hs []string
+		for _, k := range nodes {
+			if held[k.n.Name] {
+				hs = append(hs, k.n.Name)
 			}
 		}
-	}()
+		if len(changes) == 0 || !slices.Equal(changes[len(changes)-1].holders, hs) {
+			changes = append(changes, klHolderChange{time.Now(), hs})
+		}
+	}
+	for _, k := range nodes {
+		ns, err := netns.GetFromPath("/run/netns/" + k.n.NS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := netlink.NewHandleAt(ns)
+		if err != nil {
+			ns.Close()
+			t.Fatal(err)
+		}
+		link, err := h.LinkByName(lab.Iface)
+		h.Close()
+		if err != nil {
+			ns.Close()
+			t.Fatal(err)
+		}
+		ch := make(chan netlink.AddrUpdate, 1024)
+		err = netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{Namespace: &ns, ListExisting: true, ReceiveBufferSize: 1 << 20,
+			ErrorCallback: func(err error) {
+				select {
+				case <-done: // the subscription's end
+				default:
+					t.Errorf("%s: address events: %v (the holders' record has a gap)", k.n.Name, err)
+				}
+			}})
+		ns.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range ch {
+				if a, ok := netip.AddrFromSlice(u.LinkAddress.IP); ok && a.Unmap() == vip && u.LinkIndex == link.Attrs().Index {
+					record(k.n.Name, u.NewAddr)
+				}
+			}
+		}()
+	}
+	var once sync.Once
+	end := func() { once.Do(func() { close(done); wg.Wait() }) }
+	t.Cleanup(end) // a test that fails before stop
 	return func() []klHolderChange {
-		close(done)
-		<-exited
+		end()
 		mu.Lock()
 		defer mu.Unlock()
 		return changes
@@ -156,7 +204,7 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 	}
 	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(klAPIVIP, vrrpLBPort))
 	client := l.Client().Start("upgrade-probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "1s", "-bearer", kube.Token})
-	stopWatch := klWatchHolders(nodes, klAPIVIP)
+	stopWatch := klWatchHolders(t, nodes, klAPIVIP)
 	// Both probes are answering before the first node moves.
 	lab.Eventually(t, 20*time.Second, 100*time.Millisecond, "the probes answer", func() error {
 		if n := len(parseFakeAPI(client.Log())); n < 25 {
