@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/lb"
 )
 
 // Values is what the templates are given: checked, defaulted, formatted.
@@ -54,11 +55,14 @@ type Values struct {
 	KeepalivedRunDir, HAProxyRunDir, TrackDir string
 	// The resolver wiring's paths (systemd-resolved mode): the script,
 	// what it writes, and what makes systemd run it again.
-	ResolverScript, ResolvEnv, ForwardConf, KubeletResolv    string
-	ResolvedDropIn, ResolvedUpstreams                        string
-	LBCorefile                                               string
-	KeepalivedConf, KeepalivedPid, VRRPPid                   string
-	HAProxyConf, HAProxySocket                               string
+	ResolverScript, ResolvEnv, ForwardConf, KubeletResolv string
+	ResolvedDropIn, ResolvedUpstreams                     string
+	LBCorefile                                            string
+	KeepalivedConf, KeepalivedPid, VRRPPid                string
+	HAProxyConf, HAProxySocket                            string
+	// HAProxyStopping: the file haproxy's pod creates when it is stopped,
+	// which lbconfig's API check reads (lb.HAProxyStopping).
+	HAProxyStopping                                          string
 	HealthPort, ReadyPort, MetricsPort, PublisherMetricsPort int
 	LBDNSPort, LBHealthPort, LBReadyPort, LBMetricsPort      int
 	// Metrics, LBMetrics, PublisherMetrics are ADDRESS:PORT of the three
@@ -240,8 +244,8 @@ func (f File) fixed() Values {
 		ResolvedDropIn: ResolvedDropIn, ResolvedUpstreams: ResolvedUpstreams,
 		KeepalivedConf: LBDir + "/keepalived.conf", KeepalivedPid: KeepalivedRunDir + "/keepalived.pid",
 		VRRPPid: KeepalivedRunDir + "/vrrp.pid", HAProxyConf: LBDir + "/haproxy.cfg",
-		HAProxySocket: HAProxyRunDir + "/master.sock",
-		HealthPort:    healthPort, ReadyPort: readyPort, MetricsPort: metricsPort,
+		HAProxySocket: HAProxyRunDir + "/master.sock", HAProxyStopping: HAProxyRunDir + "/" + lb.HAProxyStopping,
+		HealthPort: healthPort, ReadyPort: readyPort, MetricsPort: metricsPort,
 		PublisherMetricsPort: publisherMetricsPort, LBCorefile: LBCorefile,
 		LBDNSPort: lbDNSPort, LBHealthPort: lbHealthPort, LBReadyPort: lbReadyPort, LBMetricsPort: lbMetricsPort,
 	}
