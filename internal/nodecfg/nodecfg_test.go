@@ -233,7 +233,8 @@ func TestRenderOptions(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"listen", func(f *File) { f.Listen = []string{"ens3", "lo"} }, Corefile, []string{"\n    bind ens3 lo\n"}},
+		{"listen", func(f *File) { f.Listen = []string{"ens3", "lo"} }, Corefile, []string{"\n    bind ens3 lo 192.0.2.5 2001:db8::5\n"}},
+		{"listen names the API VIP", func(f *File) { f.Listen = []string{"ens3", "192.0.2.5"} }, Corefile, []string{"\n    bind ens3 192.0.2.5 2001:db8::5\n"}},
 		{"metrics address", func(f *File) { f.MetricsAddress = netip.MustParseAddr("::") }, Corefile, []string{"\n    prometheus [::]:9153\n"}},
 		{"metrics address of the publisher", func(f *File) { f.MetricsAddress = netip.MustParseAddr("198.51.100.11") }, publisher,
 			[]string{"- --metrics-address=198.51.100.11:9154"}},

@@ -81,8 +81,8 @@ func TestResolverModes(t *testing.T) {
 // testdata/systemd-resolved (go test -update rewrites them).
 func TestRenderResolved(t *testing.T) {
 	got := render(t, resolvedFile(t))
-	if !strings.Contains(string(got[Corefile].Data), "\n    bind ens3 lo\n") {
-		t.Errorf("Corefile does not bind ens3 and lo:\n%s", got[Corefile].Data)
+	if !strings.Contains(string(got[Corefile].Data), "\n    bind ens3 lo 192.0.2.5 2001:db8::5\n") {
+		t.Errorf("Corefile does not bind ens3, lo and the API VIPs ahead:\n%s", got[Corefile].Data)
 	}
 	svc := string(got[ResolverService].Data)
 	for _, s := range []string{"\nExecStart=" + ResolverScript + "\n", "\nType=oneshot\n", "\nBefore=kubelet.service\n"} {

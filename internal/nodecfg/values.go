@@ -437,6 +437,25 @@ func (f File) listen(*Values) error {
 	return nil
 }
 
+// ListenAhead are the API VIPs the Corefile's bind names beside listen's
+// addresses and interfaces (those listen names already left out): every
+// node's second nameserver is the API VIP, and the bind plugin binds an
+// address named there ahead of keepalived adding it, so the node that
+// takes the VIP answers on it at once, not when it sees the address event.
+func (v Values) ListenAhead() []string {
+	var out []string
+	for _, s := range v.APIVIPs {
+		vip, err := netip.ParseAddr(s)
+		if err != nil {
+			continue
+		}
+		if !slices.ContainsFunc(v.Listen, func(l string) bool { a, err := netip.ParseAddr(l); return err == nil && a == vip }) {
+			out = append(out, vip.String())
+		}
+	}
+	return out
+}
+
 // Resolver modes: how the node's own resolver reaches CoreDNS.
 const (
 	// ResolverNetworkManager: the dispatcher script writes

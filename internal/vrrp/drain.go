@@ -43,3 +43,28 @@ func ParseSysctlInt(b []byte, err error) int {
 	}
 	return n
 }
+
+// StopHoldWait is how long a stopping process waits for keepalived to
+// release the VIPs it still holds before it stops keeping drain copies
+// (see LingerOver).
+const StopHoldWait = 2 * time.Second
+
+// LingerOver says whether a process that is stopping (kubelet replaces its
+// pod) may stop its Drainer, waited after the stop began: kubelet stops
+// the lbconfig and keepalived pods at the same time, and keepalived's
+// release came 106 ms after lbconfig's SIGTERM in the upgrade test; a
+// drainer gone by then leaves the released VIP no copy on lo, and a
+// connection started before the next holder's gratuitous ARP is reset. So
+// it waits while a VIP is held, up to holdWait (a keepalived that is not
+// stopping keeps it, and nothing is released), and while a released VIP's
+// copy drains, up to holdWait plus two drains (a release at the last
+// moment).
+func LingerOver(held, draining bool, waited, holdWait time.Duration) bool {
+	switch {
+	case draining:
+		return waited >= holdWait+2*DefaultDrain
+	case held:
+		return waited >= holdWait
+	}
+	return true
+}

@@ -108,6 +108,18 @@ func (d *Drainer) sync(p netip.Prefix, refresh bool) {
 	}
 }
 
+// Holding says whether, while Run runs, a VIP is held on the interface
+// (held) or a released one is still kept on lo for its drain (draining).
+func (d *Drainer) Holding() (held, draining bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.copies {
+		held = held || c.held
+		draining = draining || c.drain != nil
+	}
+	return held, draining
+}
+
 // entry is p's copy state, made when there is none (mu held).
 func (d *Drainer) entry(p netip.Prefix) *loCopy {
 	c := d.copies[p]

@@ -74,14 +74,24 @@ func TestDrainerStandby(t *testing.T) {
 	waitLo(t, ns, "IPv6 held", v4, v6, false, true)
 	netnstest.Run(t, "-n", ns, "addr", "add", v4.String()+"/32", "dev", "eth0")
 	waitLo(t, ns, "both held", v4, v6, true, true)
+	if held, draining := d.Holding(); !held || draining {
+		t.Errorf("both held: Holding() = held %v, draining %v; want true, false", held, draining)
+	}
 	netnstest.Run(t, "-n", ns, "addr", "del", v4.String()+"/32", "dev", "eth0")
 	netnstest.Run(t, "-n", ns, "addr", "del", v6.String()+"/128", "dev", "eth0")
 	time.Sleep(100 * time.Millisecond)
 	if got := onLo(t, ns, v4, v6); !got[0] || !got[1] {
 		t.Errorf("released 100 ms ago: on lo %v, want both (draining)", got)
 	}
-	// The drain ends the IPv4 copy; the IPv6 one stays on standby.
+	if held, draining := d.Holding(); held || !draining {
+		t.Errorf("released 100 ms ago: Holding() = held %v, draining %v; want false, true", held, draining)
+	}
+	// The drain ends the IPv4 copy; the IPv6 one stays on standby, which
+	// is neither held nor draining: a stopping process need not wait for it.
 	waitLo(t, ns, "drained", v4, v6, false, true)
+	if held, draining := d.Holding(); held || draining {
+		t.Errorf("drained, IPv6 on standby: Holding() = held %v, draining %v; want false, false", held, draining)
+	}
 	time.Sleep(400 * time.Millisecond)
 	waitLo(t, ns, "still on standby after the drain", v4, v6, false, true)
 

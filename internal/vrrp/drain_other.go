@@ -24,3 +24,6 @@ func (d *Drainer) Run(ctx context.Context) error { return errors.New("drain: Lin
 
 // SetStandby does nothing off Linux.
 func (d *Drainer) SetStandby(vips []netip.Addr, on bool) {}
+
+// Holding reports nothing off Linux.
+func (d *Drainer) Holding() (held, draining bool) { return false, false }

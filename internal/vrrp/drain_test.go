@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 func TestDrainCopy(t *testing.T) {
@@ -25,6 +26,29 @@ func TestDrainCopy(t *testing.T) {
 	for _, tt := range tests {
 		if got := DrainCopy(netip.MustParsePrefix(tt.p), vips, tt.arpIgnore); got != tt.want {
 			t.Errorf("DrainCopy(%s, arp_ignore %d) = %v, want %v", tt.p, tt.arpIgnore, got, tt.want)
+		}
+	}
+}
+
+func TestLingerOver(t *testing.T) {
+	const hold = StopHoldWait
+	for _, tt := range []struct {
+		name           string
+		held, draining bool
+		waited         time.Duration
+		want           bool
+	}{
+		{"holds nothing: stop at once", false, false, 0, true},
+		{"holds a VIP: keepalived may release it", true, false, 0, false},
+		{"holds a VIP just before the bound", true, false, hold - time.Millisecond, false},
+		{"still holds at the bound: keepalived stays", true, false, hold, true},
+		{"released: its copy drains", false, true, 0, false},
+		{"released at the last moment", false, true, hold + DefaultDrain, false},
+		{"drain bound", false, true, hold + 2*DefaultDrain, true},
+		{"one held, one draining past the hold bound", true, true, hold, false},
+	} {
+		if got := LingerOver(tt.held, tt.draining, tt.waited, hold); got != tt.want {
+			t.Errorf("%s: LingerOver(held %v, draining %v, %v) = %v, want %v", tt.name, tt.held, tt.draining, tt.waited, got, tt.want)
 		}
 	}
 }

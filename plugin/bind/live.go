@@ -6,11 +6,11 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coredns/coredns/core/dnsserver"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
-	"github.com/coredns/coredns/plugin/pkg/reuseport"
 	"github.com/miekg/dns"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -71,19 +71,26 @@ type live struct {
 	servers []*dnsserver.Server
 	extra   map[string][]*dns.Server
 
+	// poke asks run to reconcile now: the first server has started.
+	poke chan struct{}
 	stop chan struct{}
 	done chan struct{}
 }
 
 func newLive(dirs []Directive, port string, initial []string) *live {
-	return &live{dirs: dirs, port: port, initial: initial, extra: map[string][]*dns.Server{}}
+	return &live{dirs: dirs, port: port, initial: initial, extra: map[string][]*dns.Server{}, poke: make(chan struct{}, 1)}
 }
 
-// capture is called by dnsserver for each UDP server it starts.
+// capture is called by dnsserver for each UDP server it starts (after the
+// OnStartup hooks: run has started and found no server yet).
 func (l *live) capture(s *dnsserver.Server) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.servers = append(l.servers, s)
+	select {
+	case l.poke <- struct{}{}:
+	default:
+	}
 }
 
 func (l *live) start() error {
@@ -128,6 +135,7 @@ func (l *live) run() {
 			if !ok {
 				updates = nil
 			}
+		case <-l.poke:
 		case <-tick.C:
 		}
 	}
@@ -159,23 +167,53 @@ func (l *live) reconcile() {
 		if _, ok := l.extra[h]; ok || slices.Contains(l.initial, h) {
 			continue
 		}
-		srvs, err := l.listen(h, l.servers[0])
+		ahead := !onHost(h, ifaces)
+		srvs, err := l.listen(h, l.servers[0], ahead)
 		if err != nil {
 			log.Debugf("%s: %v", h, err)
 			continue // tentative, or not there yet: tried again later
 		}
 		l.extra[h] = srvs
-		log.Infof("answering on %s (an address added after the start)", h)
+		if ahead {
+			log.Infof("answering on %s as soon as the host has it (bound ahead of the address)", h)
+		} else {
+			log.Infof("answering on %s (an address added after the start)", h)
+		}
 	}
 }
 
-func (l *live) listen(h string, s *dnsserver.Server) ([]*dns.Server, error) {
+// onHost says whether host h (an address, IPv6 link-local ones zoned) is
+// one of the interfaces' addresses now, usable or not.
+func onHost(h string, ifaces map[string][]Addr) bool {
+	a, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	a = a.WithZone("")
+	for _, addrs := range ifaces {
+		for _, ad := range addrs {
+			if ad.IP == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// listen serves h on the server block's server s. A literal address the
+// host does not have yet (a VIP named in the Corefile) is bound ahead with
+// IP_FREEBIND: the kernel delivers its queries the moment keepalived adds
+// it. Following the address event instead cost 272-650 ms on a busy node
+// in the rolling-upgrade test, while a node whose own CoreDNS restarted
+// sent its lookups to the API VIP just moved there.
+func (l *live) listen(h string, s *dnsserver.Server, ahead bool) ([]*dns.Server, error) {
 	addr := net.JoinHostPort(h, l.port)
-	pc, err := reuseport.ListenPacket("udp", addr)
+	lc := net.ListenConfig{Control: sockopts(ahead)}
+	pc, err := lc.ListenPacket(context.Background(), "udp", addr)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := reuseport.Listen("tcp", addr)
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		pc.Close()
 		return nil, err
@@ -214,5 +252,28 @@ func (l *live) closeAll() {
 func shutdown(srvs []*dns.Server) {
 	for _, s := range srvs {
 		_ = s.Shutdown()
+	}
+}
+
+// sockopts sets SO_REUSEPORT (CoreDNS's multisocket listeners share the
+// address) and, for an address bound ahead of the host having it,
+// IP_FREEBIND or IPV6_FREEBIND.
+func sockopts(freebind bool) func(network, address string, c syscall.RawConn) error {
+	return func(network, address string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil || !freebind {
+				return
+			}
+			if network == "udp6" || network == "tcp6" {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_IPV6, unix.IPV6_FREEBIND, 1)
+			} else {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
 	}
 }

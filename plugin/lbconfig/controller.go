@@ -263,7 +263,16 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		sc := newSplitCheck(ctl.Model, heard)
 		hb := newHolderBoost(ctl.Model, heard)
 		drainer.Changed = hb.changed
-		defer startDrainer(ctx, drainer)()
+		// Its own context: on a process stop it outlives ctx (lingerDrainer).
+		drainCtx, stopDrain := context.WithCancel(context.Background())
+		waitDrain := startDrainer(drainCtx, drainer)
+		defer func() {
+			if processStopping.Load() {
+				lingerDrainer(drainer)
+			}
+			stopDrain()
+			waitDrain()
+		}()
 		defer sc.run(ctx)()
 		defer hb.run(ctx)()
 		gate := ctl.Gate
@@ -464,6 +473,30 @@ func startDrainer(ctx context.Context, d *vrrp.Drainer) (wait func()) {
 		}
 	}()
 	return func() { <-done }
+}
+
+// lingerDrainer keeps the drainer running, when the process stops, until
+// keepalived has released the VIPs this node holds and their copies on lo
+// have drained (vrrp.LingerOver): kubelet stops the lbconfig and keepalived
+// pods at the same time, and the rolling-upgrade test lost a connection
+// when lbconfig's drainer was gone 106 ms before keepalived's release.
+func lingerDrainer(d *vrrp.Drainer) {
+	start := time.Now()
+	said := false
+	for {
+		held, draining := d.Holding()
+		if vrrp.LingerOver(held, draining, time.Since(start), vrrp.StopHoldWait) {
+			if said {
+				log.Infof("stopping: drain copies done after %v", time.Since(start).Round(time.Millisecond))
+			}
+			return
+		}
+		if !said {
+			said = true
+			log.Infof("stopping: VIPs kept on lo while keepalived releases them (at most %v, then %v each)", vrrp.StopHoldWait, vrrp.DefaultDrain)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // startRelay keeps the hand-over relay (see vrrp.Relay) until ctx ends: the

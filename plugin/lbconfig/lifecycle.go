@@ -2,6 +2,7 @@ package lbconfig
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/coredns/caddy"
 )
@@ -120,8 +121,18 @@ func discardNewer(old *LBConfig) {
 	}
 }
 
-// adoptHook is the caddy event hook behind adopt.
+// processStopping is set once caddy emits ShutdownEvent: a SIGTERM or
+// SIGINT stops the process, before any instance's OnShutdown runs; a
+// Corefile reload never emits it. A stopping lbconfig keeps its drain
+// copies while keepalived releases (see lingerDrainer).
+var processStopping atomic.Bool
+
+// adoptHook is the caddy event hook behind adopt, and tells a process stop.
 func adoptHook(ev caddy.EventName, info any) error {
+	if ev == caddy.ShutdownEvent {
+		processStopping.Store(true)
+		return nil
+	}
 	inst, ok := info.(*caddy.Instance)
 	if ev != caddy.InstanceStartupEvent || !ok {
 		return nil

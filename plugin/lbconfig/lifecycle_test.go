@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/caddy"
+
 	"github.com/infradns/infradns/internal/bgp"
 	"github.com/infradns/infradns/internal/cluster"
 )
@@ -86,5 +88,28 @@ func TestFollowAnnouncerStale(t *testing.T) {
 	releaseAnnouncer() // the last reference: goodbye
 	if s := sp.String(); strings.Contains(s, "64514") || !strings.HasPrefix(s, "64512 new;") || !strings.HasSuffix(s, "64512 close") {
 		t.Errorf("speakers: %s, want 64512's alone, closed at the last release", s)
+	}
+}
+
+// TestAdoptHookProcessStop: caddy's ShutdownEvent (a SIGTERM or SIGINT)
+// marks the process as stopping, so the drainer lingers; the events of a
+// start or a reload do not.
+func TestAdoptHookProcessStop(t *testing.T) {
+	t.Cleanup(func() { processStopping.Store(false) })
+	for _, tt := range []struct {
+		ev   caddy.EventName
+		info any
+		want bool
+	}{
+		{caddy.StartupEvent, nil, false},
+		{caddy.ShutdownEvent, "SIGTERM", true},
+	} {
+		processStopping.Store(false)
+		if err := adoptHook(tt.ev, tt.info); err != nil {
+			t.Errorf("%s: %v", tt.ev, err)
+		}
+		if got := processStopping.Load(); got != tt.want {
+			t.Errorf("after %s: process stopping %v, want %v", tt.ev, got, tt.want)
+		}
 	}
 }

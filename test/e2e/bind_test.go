@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +36,9 @@ func TestBindFollowsAddresses(t *testing.T) {
 	tentative := lab.Host6(99)
 	for _, argv := range [][]string{
 		{"sysctl", "-qw", "net.ipv6.conf." + lab.Iface + ".accept_dad=1", "net.ipv6.conf." + lab.Iface + ".dad_transmits=2"},
+		// Linux's default (the lab allows it for haproxy): an address the
+		// host lacks cannot be bound unless the socket asks (IP_FREEBIND).
+		{"sysctl", "-qw", "net.ipv4.ip_nonlocal_bind=0", "net.ipv6.ip_nonlocal_bind=0"},
 		{"ip", "addr", "add", netip.PrefixFrom(tentative, 64).String(), "dev", lab.Iface},
 	} {
 		if _, err := n.Run(ctx, argv...); err != nil {
@@ -42,7 +46,9 @@ func TestBindFollowsAddresses(t *testing.T) {
 		}
 	}
 	conf := filepath.Join(t.TempDir(), "Corefile")
-	writeFile(t, conf, fmt.Sprintf(".:53 {\n    bind %s lo\n    whoami\n}\n", lab.Iface))
+	// Two VIPs named as the node's Corefile names the API VIP, bound ahead.
+	ahead := []netip.Prefix{netip.PrefixFrom(lab.Host4(131), 32), netip.PrefixFrom(lab.Host6(131), 128)}
+	writeFile(t, conf, fmt.Sprintf(".:53 {\n    bind %s lo %s %s\n    whoami\n}\n", lab.Iface, ahead[0].Addr(), ahead[1].Addr()))
 	dns := n.Start("coredns", []string{lab.Binary(t, "coredns"), "-conf", conf})
 	started := time.Now()
 	if res, err := n.Run(ctx, "ip", "-6", "addr", "show", "dev", lab.Iface, "tentative"); err != nil || !strings.Contains(res.Stdout, tentative.String()) {
@@ -93,5 +99,55 @@ func TestBindFollowsAddresses(t *testing.T) {
 		took[0].Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), len(took))
 	if !strings.Contains(string(mustRead(t, dns.LogPath)), "answering on "+lab.Host4(130).String()) {
 		t.Errorf("the log does not say it answers on the VIP:\n%s", lab.Tail(dns.LogPath, 20))
+	}
+
+	// The VIPs the Corefile names are bound before the node has them: a
+	// query is answered with no work by CoreDNS when the address arrives.
+	// Shown with CoreDNS stopped (SIGSTOP, a starved node's extreme) while
+	// the VIP is added and queried: the query waits in the socket and is
+	// answered once CoreDNS runs again. Following the address event instead
+	// (the VIP above), a query sent then is refused: nothing listens yet.
+	for _, vip := range ahead {
+		if !strings.Contains(dns.Log(), "answering on "+vip.Addr().String()+" as soon as the host has it") {
+			t.Fatalf("%s: not bound ahead of the address:\n%s", vip.Addr(), lab.Tail(dns.LogPath, 20))
+		}
+	}
+	for round := range 3 {
+		for _, vip := range ahead {
+			if err := dns.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.AddAddr(vip); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			got := make(chan error, 1)
+			go func() {
+				res, err := client.Run(ctx, "dig", "+time=3", "+tries=1", "@"+vip.Addr().String(), "whoami.example", "A")
+				if err == nil && !strings.Contains(res.Stdout, "status: NOERROR") {
+					err = fmt.Errorf("no answer: %s", res.Stdout)
+				}
+				got <- err
+			}()
+			time.Sleep(300 * time.Millisecond)
+			if err := dns.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Errorf("round %d: %s added while CoreDNS was stopped, queried at once: %v", round, vip.Addr(), err)
+			} else if round == 0 {
+				t.Logf("measure: %s added while CoreDNS was stopped for 300 ms: the query sent then answered %v after it was sent", vip.Addr(), time.Since(sent).Round(time.Millisecond))
+			}
+			if err := n.DelAddr(vip); err != nil {
+				t.Fatal(err)
+			}
+			// Bound ahead, the socket stays; the host no longer has the address.
+			lab.Eventually(t, 5*time.Second, 50*time.Millisecond, fmt.Sprintf("round %d: no answer on %s once removed", round, vip.Addr()), func() error {
+				if answers(vip.Addr()) == nil {
+					return fmt.Errorf("still answered")
+				}
+				return nil
+			})
+		}
 	}
 }

@@ -431,6 +431,80 @@ func (v *vrrpLab) stopKeepalived(h int) (to int, moved time.Duration, st vrrpCli
 	return to, moved, st
 }
 
+// podsStagger is how long after lbconfig's SIGTERM keepalived got its own
+// when kubelet replaced both pods in the rolling-upgrade test (106 ms).
+const podsStagger = 100 * time.Millisecond
+
+// stopPods stops the holder h's lbconfig and keepalived as kubelet does when
+// it replaces both pods (an upgrade): lbconfig first, keepalived
+// podsStagger later. lbconfig must keep its drainer running until
+// keepalived has released the VIP and the VIP's copy on lo has drained: the
+// upgrade test lost a connection when the copy was never made. It restarts
+// both and waits for the cluster to settle.
+func (v *vrrpLab) stopPods(h int) (to int, moved time.Duration, st vrrpClientStats) {
+	v.t.Helper()
+	vn := v.nodes[h]
+	t0 := time.Now()
+	if err := vn.coredns.Signal(syscall.SIGTERM); err != nil {
+		v.t.Fatal(err)
+	}
+	time.Sleep(podsStagger)
+	if err := vn.keepalived.Signal(syscall.SIGTERM); err != nil {
+		v.t.Fatal(err)
+	}
+	to, moved = v.waitHolder("VIP moves away from "+vn.n.Name+" after lbconfig and keepalived got SIGTERM", t0, func(i int) bool { return i != h })
+	st = v.waitClient("client served again after lbconfig and keepalived stopped on "+vn.n.Name, t0)
+	if st.failed > 0 {
+		v.t.Errorf("lbconfig and keepalived stopped on %s: %d of %d requests failed (last: %s, steady after %d ms); want 0",
+			vn.n.Name, st.failed, st.requests, st.lastErr, vrrpMS(st.outage))
+	}
+	for _, p := range []*lab.Process{vn.keepalived, vn.coredns} {
+		if err := p.Stop(15 * time.Second); err != nil {
+			v.t.Fatal(err)
+		}
+	}
+	stopped := time.Since(t0)
+	log := vn.coredns.Log()
+	if !strings.Contains(log, "kept on lo") {
+		v.t.Errorf("%s: lbconfig stopped without keeping the released VIP on lo (its drainer was gone before keepalived's release):\n%s", vn.n.Name, lab.Tail(vn.coredns.LogPath, 20))
+	}
+	if m := regexp.MustCompile(`drain copies done after (\S+)`).FindStringSubmatch(log); m != nil {
+		v.t.Logf("%s: lbconfig kept its drainer %s after SIGTERM; the process exited %d ms after it", vn.n.Name, m[1], vrrpMS(stopped))
+	} else {
+		v.t.Errorf("%s: lbconfig did not say when its drain copies were done:\n%s", vn.n.Name, lab.Tail(vn.coredns.LogPath, 20))
+	}
+	if vn.coredns.Err() != nil {
+		v.t.Errorf("%s: lbconfig exited with %v", vn.n.Name, vn.coredns.Err())
+	}
+	hs, err := v.holders()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	if !slices.Equal(hs, []int{to}) {
+		v.t.Errorf("after both pods stopped on %s: holders %s, want only %s", vn.n.Name, v.names(hs), v.nodes[to].n.Name)
+	}
+	for _, p := range []string{v.kaPid(h), v.vrrpPid(h)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			v.t.Fatal(err)
+		}
+	}
+	vn.coredns = vn.n.Start("coredns", []string{lab.Binary(v.t, "coredns"), "-conf", filepath.Join(vn.dir, "Corefile")})
+	v.startKeepalived(h)
+	// Up once it has reloaded keepalived (after its guard window): a hand-over
+	// to it before that found no relay for the connections still open.
+	lab.Eventually(v.t, 60*time.Second, 50*time.Millisecond, "lbconfig back on "+vn.n.Name+" reloaded keepalived", func() error {
+		if err := running(vn.coredns); err != nil {
+			return err
+		}
+		if !strings.Contains(vn.coredns.Log(), "reloaded keepalived") {
+			return fmt.Errorf("not yet:\n%s", lab.Tail(vn.coredns.LogPath, 5))
+		}
+		return nil
+	})
+	v.waitSettled("lbconfig and keepalived back on " + vn.n.Name)
+	return to, moved, st
+}
+
 // crash kills node i's keepalived and haproxy with SIGKILL. The VRRP child
 // goes first: killed after its parent it would get SIGTERM and send a
 // priority-0 advert, which is a clean shutdown, not a crash.
@@ -846,7 +920,8 @@ func vrrpRounds(t *testing.T) int { return envRounds(t, vrrpRoundsEnv, 5) }
 
 // TestVRRPRepeatedCrash crashes the VIP holder five times (restarting it in
 // between; $INFRADNS_CRASH_ROUNDS) for min/median/max figures, kills its
-// haproxy, stops its keepalived gracefully, has a rogue host flood the link
+// haproxy, stops its keepalived gracefully, stops its lbconfig and
+// keepalived together as kubelet replaces both pods, has a rogue host flood the link
 // with forged adverts (and a graceful hand-over in it), splits the adverts, cuts each
 // backup's apiserver off the network for 3 s (haproxy on the holder must
 // route around it), and checks that the cluster settles after all that.
@@ -881,6 +956,7 @@ func TestVRRPRepeatedCrash(t *testing.T) {
 
 	v.handOvers(rounds, "haproxy kill", "kill -9 haproxy on %s (keepalived up)", v.killHAProxy)
 	v.handOvers(rounds, "graceful stop", "SIGTERM keepalived on %s (haproxy up)", v.stopKeepalived)
+	v.handOvers(2, "pods replaced", "SIGTERM lbconfig, then keepalived 100 ms later, on %s", v.stopPods)
 	v.rogueFlood()
 
 	for round := range splitRounds {
