@@ -211,13 +211,35 @@ func rawExchange(t *testing.T, network, addr string, b []byte) *dns.Msg {
 // TestServerMalformedQueries sends malformed packets to a real server: each
 // gets FORMERR (or no reply), never records (issue 26, class 6).
 //
-// Not covered, because no hook of CoreDNS 1.15 sees them: a header that
-// claims ARCOUNT=1 with no record after the question, and a 12-byte header
-// claiming QDCOUNT=1 (CoreDNS answers SERVFAIL). miekg/dns unpacks a count
-// that runs past the end as a shorter section and keeps no header counts in
-// the Msg; the accept function sees only the header and the plugins only
-// the unpacked Msg. The raw packet is seen by dns.Server.DecorateReader,
-// which CoreDNS's server does not let a build set.
+// Not covered, because nothing this build can set sees the raw packet
+// (checked in CoreDNS 1.15.0 and miekg/dns 1.1.73; "dnsserver" below is
+// CoreDNS's core/dnsserver, "miekg" is miekg/dns):
+//
+//   - A 12-byte header claiming QDCOUNT=1: Msg.unpack returns an empty Msg
+//     without error when the header ends the packet (miekg msg.go:831), and
+//     Server.ServeDNS answers a Msg with no question SERVFAIL before any
+//     plugin (dnsserver server.go:332).
+//   - ARCOUNT=1 with no record, or bytes after the message: unpackHeader
+//     returns an empty RR header at the end of the packet (miekg
+//     msg_helpers.go:72), unpackRRslice takes an offset that does not move
+//     for a count that lies (miekg msg.go:665), and trailing bytes are never
+//     looked at (miekg msg.go:874). The Msg keeps no header counts, so the
+//     query is answered.
+//   - A question that ends before its type or class: unpackQuestion returns
+//     it with TYPE0 and CLASS0 (miekg msg.go:1130, 1137), which ServeDNS
+//     refuses before any plugin in a server without forward (dnsserver
+//     server.go:353; forward, chaos and proxy lift the check, server.go:180
+//     and 569); the plugins answer CLASS0 FORMERR. A question cut inside
+//     its type or class fails to unpack: FORMERR from miekg/dns.
+//
+// The accept function (dns.DefaultMsgAcceptFunc, miekg acceptfunc.go:20)
+// sees only the header; dns.DefaultMsgInvalidFunc (miekg server.go:197) only
+// packets that fail to unpack, and it cannot reply. dns.Server.DecorateReader
+// (miekg server.go:232, used at 504 and 571) sees the raw packet, but
+// dnsserver's Serve and ServePacket build their dns.Server without it
+// (dnsserver server.go:219, 249) and keep it unexported, and no Config field
+// or package variable sets it (Config.UDPDecorateWriterFunc, config.go:60,
+// wraps UDP writes only).
 func TestServerMalformedQueries(t *testing.T) {
 	query := func(edns bool) []byte {
 		m := new(dns.Msg)
