@@ -71,6 +71,8 @@ type live struct {
 	servers []*dnsserver.Server
 	extra   map[string][]*dns.Server
 
+	// decorate is the UDP writer decorator set before bind's, if any.
+	decorate func(*dnsserver.Server) dns.DecorateWriter
 	// poke asks run to reconcile now: the first server has started.
 	poke chan struct{}
 	stop chan struct{}
@@ -223,9 +225,17 @@ func (l *live) listen(h string, s *dnsserver.Server, ahead bool) ([]*dns.Server,
 		ctx = context.WithValue(ctx, dnsserver.LoopKey{}, 0)
 		s.ServeDNS(ctx, w, r)
 	})
+	// As CoreDNS's own listeners of the block are (dnsserver.Server's Serve
+	// and ServePacket): its TSIG secrets, TCP limits and timeouts, and the
+	// UDP writer decorator another plugin set before this one.
+	var dw dns.DecorateWriter
+	if l.decorate != nil {
+		dw = l.decorate(s)
+	}
 	srvs := []*dns.Server{
-		{PacketConn: pc, Net: "udp", Handler: handler},
-		{Listener: ln, Net: "tcp", Handler: handler},
+		{PacketConn: pc, Net: "udp", Handler: handler, TsigSecret: s.TsigSecret, DecorateWriter: dw},
+		{Listener: ln, Net: "tcp", Handler: handler, TsigSecret: s.TsigSecret, MaxTCPQueries: s.MaxTCPQueries,
+			ReadTimeout: s.ReadTimeout, WriteTimeout: s.WriteTimeout, IdleTimeout: func() time.Duration { return s.IdleTimeout }},
 	}
 	for _, srv := range srvs {
 		started := make(chan struct{})

@@ -51,6 +51,7 @@ func setup(c *caddy.Controller) error {
 	cfg.ListenHosts = now
 	l := newLive(dirs, cfg.Port, now)
 	prev := cfg.UDPDecorateWriterFunc
+	l.decorate = prev
 	cfg.UDPDecorateWriterFunc = func(s *dnsserver.Server) dns.DecorateWriter {
 		l.capture(s)
 		if prev != nil {
