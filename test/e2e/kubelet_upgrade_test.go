@@ -24,12 +24,12 @@ import (
 )
 
 // klUpgradeEnv turns on TestKubeletStaticPods's rolling-upgrade phase. It
-// is not in make test yet: on this lab (three nodes on two cores) about one
-// run in three still loses a request or a lookup, for two causes known but
-// not fixed (issue 27's notes): lbconfig, stopped with keepalived, takes
-// the VIP's drain copy on lo away before keepalived's goodbye, so a
-// connection open at the hand-over is reset; and starved nodes move the
-// VIP during a backup's upgrade.
+// is not in make test yet. The two causes of loss it found are fixed
+// (lbconfig's drain copies now outlive its stop; the API VIP is bound ahead
+// in listen mode), but on this lab (three nodes on two cores) a starved
+// backup still takes the VIP from a live holder now and then, resetting a
+// connection open there, and one quiet run in two lost a lookup sent just
+// after a node's new CoreDNS bound its sockets.
 const klUpgradeEnv = "INFRADNS_UPGRADE"
 
 // klNextImage is the image the rolling upgrade moves to: the same content
