@@ -64,6 +64,15 @@ func TestBindFollowsAddresses(t *testing.T) {
 		}
 		return nil
 	}
+	gone := func(round int, vip netip.Addr) {
+		t.Helper()
+		lab.Eventually(t, 5*time.Second, 50*time.Millisecond, fmt.Sprintf("round %d: no answer on %s once removed", round, vip), func() error {
+			if answers(vip) == nil {
+				return fmt.Errorf("still answered")
+			}
+			return nil
+		})
+	}
 	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, "CoreDNS up on the node's address", func() error { return answers(n.IPv4) })
 	lab.Eventually(t, 10*time.Second, 50*time.Millisecond, "answers on the address that was tentative at start", func() error { return answers(tentative) })
 	t.Logf("measure: answering on the address tentative at start %v after CoreDNS started (detection: 2 probes, 1 s apart)", time.Since(started).Round(time.Millisecond))
@@ -86,12 +95,7 @@ func TestBindFollowsAddresses(t *testing.T) {
 			}
 			// The client still sends to the node (neighbour cache): the
 			// node must not answer for an address it no longer has.
-			lab.Eventually(t, 5*time.Second, 50*time.Millisecond, fmt.Sprintf("round %d: no answer on %s once removed", round, vip.Addr()), func() error {
-				if answers(vip.Addr()) == nil {
-					return fmt.Errorf("still answered")
-				}
-				return nil
-			})
+			gone(round, vip.Addr())
 		}
 	}
 	slices.Sort(took)
@@ -142,12 +146,7 @@ func TestBindFollowsAddresses(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Bound ahead, the socket stays; the host no longer has the address.
-			lab.Eventually(t, 5*time.Second, 50*time.Millisecond, fmt.Sprintf("round %d: no answer on %s once removed", round, vip.Addr()), func() error {
-				if answers(vip.Addr()) == nil {
-					return fmt.Errorf("still answered")
-				}
-				return nil
-			})
+			gone(round, vip.Addr())
 		}
 	}
 }
