@@ -138,8 +138,15 @@ func TestWatcherHeartbeat(t *testing.T) {
 	ch, calls, _ := watch(t, c, o)
 	await(t, ch, "the initial state", func(s cluster.Snapshot) bool { return len(s.Nodes) == 2 })
 	// The initial listing may reach the handler in one call or, with a 1 ms
-	// debounce on a loaded machine, two: count from here.
+	// debounce on a loaded machine, two, the second after the snapshot
+	// awaited above (it failed CI once so): count from when no call has
+	// come for 200 ms (200 debounces), before any heartbeat is sent.
 	initial := calls.Load()
+	for quiet, deadline := time.Now(), time.Now().Add(5*time.Second); time.Since(quiet) < 200*time.Millisecond && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if n := calls.Load(); n != initial {
+			initial, quiet = n, time.Now()
+		}
+	}
 
 	for i := range 20 {
 		n := node("worker-0", "198.51.100.20", false)
