@@ -414,21 +414,28 @@ func (v *vrrpLab) stopKeepalived(h int) (to int, moved time.Duration, st vrrpCli
 	if err := vn.keepalived.Stop(5 * time.Second); err != nil {
 		v.t.Fatal(err)
 	}
+	v.stoppedOn(h, to, "keepalived stopped")
+	v.startKeepalived(h)
+	v.waitSettled("keepalived back on " + vn.n.Name)
+	return to, moved, st
+}
+
+// stoppedOn checks that only to holds the VIP once h's keepalived has
+// stopped (what: how), and removes h's pid files for the next keepalived.
+func (v *vrrpLab) stoppedOn(h, to int, what string) {
+	v.t.Helper()
 	hs, err := v.holders()
 	if err != nil {
 		v.t.Fatal(err)
 	}
 	if !slices.Equal(hs, []int{to}) {
-		v.t.Errorf("after keepalived stopped on %s: holders %s, want only %s", vn.n.Name, v.names(hs), v.nodes[to].n.Name)
+		v.t.Errorf("after %s on %s: holders %s, want only %s", what, v.nodes[h].n.Name, v.names(hs), v.nodes[to].n.Name)
 	}
 	for _, p := range []string{v.kaPid(h), v.vrrpPid(h)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			v.t.Fatal(err)
 		}
 	}
-	v.startKeepalived(h)
-	v.waitSettled("keepalived back on " + vn.n.Name)
-	return to, moved, st
 }
 
 // podsStagger is how long after lbconfig's SIGTERM keepalived got its own
@@ -476,18 +483,7 @@ func (v *vrrpLab) stopPods(h int) (to int, moved time.Duration, st vrrpClientSta
 	if vn.coredns.Err() != nil {
 		v.t.Errorf("%s: lbconfig exited with %v", vn.n.Name, vn.coredns.Err())
 	}
-	hs, err := v.holders()
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	if !slices.Equal(hs, []int{to}) {
-		v.t.Errorf("after both pods stopped on %s: holders %s, want only %s", vn.n.Name, v.names(hs), v.nodes[to].n.Name)
-	}
-	for _, p := range []string{v.kaPid(h), v.vrrpPid(h)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			v.t.Fatal(err)
-		}
-	}
+	v.stoppedOn(h, to, "both pods stopped")
 	vn.coredns = vn.n.Start("coredns", []string{lab.Binary(v.t, "coredns"), "-conf", filepath.Join(vn.dir, "Corefile")})
 	v.startKeepalived(h)
 	// Up once it has reloaded keepalived (after its guard window): a hand-over
