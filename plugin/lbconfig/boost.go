@@ -27,9 +27,14 @@ type holderBoost struct {
 	heard   *vrrp.Heard   // nil: no listener, no other router heard
 	live    *liveness
 	wake    chan struct{}
+	// frozen takes a paused peer's apiservers out of this node's haproxy;
+	// nil without a runtime path to it (haproxy not reloaded through its
+	// master socket).
+	frozen *frozenBackends
 
-	mu     sync.Mutex
-	groups []boostGroup
+	mu      sync.Mutex
+	groups  []boostGroup
+	haproxy lb.HAProxy
 }
 
 // boostGroup is a group as the split-brain check sees it, with the boost
@@ -38,6 +43,9 @@ type boostGroup struct {
 	splitGroup
 	// priority is this node's base priority for the group.
 	priority int
+	// api: the group's check is haproxy's health frontend, so a peer Dead
+	// to it is a paused node, not a slow router.
+	api bool
 }
 
 // Its probes are its own: the split-brain check must not act on an answer
@@ -48,7 +56,11 @@ func newHolderBoost(m *cluster.Model, heard *vrrp.Heard) *holderBoost {
 			holderBoosted.WithLabelValues(g.Name)
 		}
 	}
-	return &holderBoost{iface: m.Interface(), silence: 2 * m.Spec().VRRP.AdvertInterval, heard: heard, live: newLiveness(), wake: make(chan struct{}, 1)}
+	hb := &holderBoost{iface: m.Interface(), silence: 2 * m.Spec().VRRP.AdvertInterval, heard: heard, live: newLiveness(), wake: make(chan struct{}, 1)}
+	// A probe's answer is acted on at once, not at the next tick: a Dead
+	// peer's apiservers leave haproxy up to boostInterval sooner.
+	hb.live.answered = hb.changed
+	return hb
 }
 
 // update takes the groups of a new plan: those with a boost file.
@@ -65,10 +77,10 @@ func (hb *holderBoost) update(m *cluster.Model, p lb.Plan) {
 			continue
 		}
 		sg := splitGroup{name: g.Name, path: path, health: m.HealthURL(g.Check), vips: unmapped(g.VIPs), peers: unmapped(g.Peers)}
-		gs = append(gs, boostGroup{splitGroup: sg, priority: p.Instances[j].Priority})
+		gs = append(gs, boostGroup{splitGroup: sg, priority: p.Instances[j].Priority, api: g.Check == cluster.CheckAPI})
 	}
 	hb.mu.Lock()
-	hb.groups = gs
+	hb.groups, hb.haproxy = gs, p.HAProxy
 	hb.mu.Unlock()
 	hb.changed()
 }
@@ -104,7 +116,7 @@ func (hb *holderBoost) run(ctx context.Context) (wait func()) {
 
 func (hb *holderBoost) look(ctx context.Context, states map[string]*vrrp.HolderBoost, now time.Time) {
 	hb.mu.Lock()
-	groups := hb.groups
+	groups, haproxy := hb.groups, hb.haproxy
 	hb.mu.Unlock()
 	present, err := vrrp.InterfacePrefixes(hb.iface)
 	if err != nil {
@@ -124,10 +136,22 @@ func (hb *holderBoost) look(ctx context.Context, states map[string]*vrrp.HolderB
 			HeardSince: func(since time.Time) bool {
 				return hb.heard != nil && slices.ContainsFunc(g.vips, func(v netip.Addr) bool { return hb.heard.Since(v, since) })
 			},
+			// Every peer is asked (no early return): each one found
+			// Dead leaves haproxy.
 			PeerPaused: func() bool {
-				return slices.ContainsFunc(g.peers, func(p netip.Addr) bool {
-					return hb.live.after(ctx, g.health, p, now, st.Since()) != vrrp.Live
-				})
+				paused := false
+				for _, p := range g.peers {
+					switch hb.live.after(ctx, g.health, p, now, st.Since()) {
+					case vrrp.Live:
+						continue
+					case vrrp.Dead:
+						if g.api {
+							hb.frozen.peerDead(ctx, haproxy, p, st.Since())
+						}
+					}
+					paused = true
+				}
+				return paused
 			},
 		}
 		on := st.Step(in, now)

@@ -10,14 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/lb"
 	"github.com/infradns/infradns/internal/vrrp"
 )
 
 // TestHolderBoostLook runs the boost's looks against a real interface (lo,
 // which holds 127.0.0.1) and its file, with the peer's liveness answered by
 // a stand-in probe: a held group is boosted at once and stays boosted while
-// its peer is paused; once the peer serves again the boost ends; a group
-// whose VIP is not here is never boosted.
+// its peer is paused, and the paused peer's apiserver is taken out of
+// haproxy once (the API group's takeover); once the peer serves again the
+// boost ends; a group whose VIP is not here is never boosted.
 func TestHolderBoostLook(t *testing.T) {
 	dir := t.TempDir()
 	var peerDead atomic.Bool
@@ -31,11 +33,21 @@ func TestHolderBoostLook(t *testing.T) {
 	}
 	peer := netip.MustParseAddr("198.51.100.12")
 	const health = "http://127.0.0.1:9454/haproxy_ready"
-	hb := &holderBoost{iface: "lo", live: live, wake: make(chan struct{}, 1)}
+	sent := make(chan string, 10)
+	hb := &holderBoost{iface: "lo", live: live, wake: make(chan struct{}, 1),
+		frozen: &frozenBackends{worker: func(_ context.Context, cmd string) error {
+			sent <- cmd
+			return nil
+		}, done: map[netip.Addr]time.Time{}},
+		haproxy: lb.HAProxy{Name: "c_api", Backends: []lb.Backend{
+			{Name: "node1_v4", Address: "198.51.100.11:6443"},
+			{Name: "node2_v4", Address: "198.51.100.12:6443"},
+		}},
+	}
 	held := boostGroup{splitGroup{name: "api", path: filepath.Join(dir, "api.boost"), health: health,
-		vips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, peers: []netip.Addr{peer}}, 250}
+		vips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, peers: []netip.Addr{peer}}, 250, true}
 	other := boostGroup{splitGroup{name: "ingress", path: filepath.Join(dir, "ingress.boost"), health: health,
-		vips: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, peers: []netip.Addr{peer}}, 210}
+		vips: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, peers: []netip.Addr{peer}}, 210, false}
 	hb.groups = []boostGroup{held, other}
 
 	read := func(path string) string {
@@ -81,5 +93,20 @@ func TestHolderBoostLook(t *testing.T) {
 		if got := read(other.path); got != s.ingr {
 			t.Errorf("step %d (%v): the other group's boost file %q, want %q", i, s.at, got, s.ingr)
 		}
+		if i == 0 {
+			select {
+			case cmd := <-sent:
+				if want := "set server c_api/node2_v4 health down"; cmd != want {
+					t.Errorf("step 0: haproxy was sent %q, want %q", cmd, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("step 0: the paused peer's apiserver was not taken out of haproxy")
+			}
+		}
+	}
+	// One command per takeover: the peer was Dead again at step 1 and 3.
+	time.Sleep(50 * time.Millisecond)
+	if len(sent) != 0 {
+		t.Errorf("%d more commands to haproxy after the first, want none in one takeover", len(sent))
 	}
 }

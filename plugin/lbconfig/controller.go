@@ -262,6 +262,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		}
 		sc := newSplitCheck(ctl.Model, heard)
 		hb := newHolderBoost(ctl.Model, heard)
+		hb.frozen = newFrozenBackends(l.reload[lb.HAProxyCfg])
 		drainer.Changed = hb.changed
 		// Its own context: on a process stop it outlives ctx (lingerDrainer).
 		drainCtx, stopDrain := context.WithCancel(context.Background())

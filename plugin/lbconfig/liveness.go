@@ -63,6 +63,8 @@ func probeLive(ctx context.Context, hostport, path string) vrrp.Liveness {
 // split-brain check never waits on one.
 type liveness struct {
 	probe func(ctx context.Context, hostport, path string) vrrp.Liveness
+	// answered, when set, is called after each probe's answer is kept.
+	answered func()
 
 	mu     sync.Mutex
 	states map[string]*liveState
@@ -112,6 +114,9 @@ func (l *liveness) after(ctx context.Context, healthURL string, peer netip.Addr,
 			l.mu.Lock()
 			st.val, st.at, st.started, st.running = v, time.Now(), now, false
 			l.mu.Unlock()
+			if l.answered != nil {
+				l.answered()
+			}
 		}()
 	}
 	if st.started.Before(since) {

@@ -90,6 +90,12 @@ var (
 		Name:      "vrrp_holder_boosted",
 		Help:      "Whether this node's priority for the group is raised (1) because it took the group over and the holder it replaced may come back (a paused node), or not (0), by group.",
 	}, []string{"group"})
+	frozenServersDown = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "frozen_apiservers_total",
+		Help:      "Counter of apiservers taken out of this node's haproxy because their node was found paused after a takeover (it accepts connections and never answers), by result (down, failed).",
+	}, []string{"result"})
 	staleVIPsRemoved = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

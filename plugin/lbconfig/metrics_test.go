@@ -21,6 +21,7 @@ func TestMetricNaming(t *testing.T) {
 	droppedValues.WithLabelValues("InternalIP", "not-unicast")
 	splitBrainEvents.WithLabelValues("api", "stepped-down")
 	splitSteppedDown.WithLabelValues("api")
+	frozenServersDown.WithLabelValues("down")
 
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
@@ -40,7 +41,7 @@ func TestMetricNaming(t *testing.T) {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
 	}
-	if n != 14 {
-		t.Errorf("Found %d lbconfig metrics, want 14", n)
+	if n != 15 {
+		t.Errorf("Found %d lbconfig metrics, want 15", n)
 	}
 }
