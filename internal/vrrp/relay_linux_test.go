@@ -181,7 +181,10 @@ func TestRelayHandOver(t *testing.T) {
 			if tc.v6 {
 				other = netip.MustParseAddr("2001:db8:1::99")
 			}
-			r := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip, other}, For: 400 * time.Millisecond}
+			// Long enough for the map listing, the hand-over's ip commands
+			// and the request on a loaded machine (CI: 400 ms expired
+			// before the listing once, beside other tests).
+			r := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip, other}, For: 1500 * time.Millisecond}
 			relayed := make(chan netip.Addr, 1)
 			r.Relayed = func(_, to netip.Addr) { relayed <- to }
 			r.Failed = func(err error) { t.Error(err) }
