@@ -25,8 +25,9 @@ func TestUninstall(t *testing.T) {
 		"/etc/infradns/mdns.key":              "0123456789abcdef0123\n",
 		"/etc/kubernetes/infradns/kubeconfig": "apiVersion: v1\n",
 		// The dispatcher's file: search and nameserver 127.0.0.1 first (a
-		// local address on every host), the API VIP, then the upstream.
-		"/etc/resolv.conf": "search ocp4.example.com example.net\nnameserver 127.0.0.1\nnameserver 192.0.2.5\nnameserver 198.51.100.53\noptions edns0\n",
+		// local address on every host), the API VIP, then the upstream, and
+		// its timeout options after the source's.
+		"/etc/resolv.conf": "search ocp4.example.com example.net\nnameserver 127.0.0.1\nnameserver 192.0.2.5\nnameserver 198.51.100.53\noptions edns0\noptions timeout:1 attempts:2\n",
 	} {
 		p := filepath.Join(root, path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

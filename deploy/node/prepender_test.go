@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/infradns/infradns/internal/nodecfg"
 )
 
 const script = "30-infradns-resolv-prepender"
@@ -129,6 +131,18 @@ func noTempFiles(t *testing.T, dir string) {
 
 const sentinel = "# written by the test, must stay\n"
 
+// TestPrependerTimeoutOptions: the options the script adds are the ones
+// uninstall takes out again.
+func TestPrependerTimeoutOptions(t *testing.T) {
+	b, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\nRESOLV_TIMEOUT_OPTIONS='" + nodecfg.ResolvTimeoutOptions + "'\n"; !strings.Contains(string(b), want) {
+		t.Errorf("%s does not set %q (nodecfg.ResolvTimeoutOptions, what uninstall removes)", script, strings.TrimSpace(want))
+	}
+}
+
 func TestPrepender(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -154,7 +168,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 192.0.2.54\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 192.0.2.54\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -167,7 +181,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return vipResolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\nnameserver 192.0.2.53\noptions rotate\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\nnameserver 192.0.2.53\noptions rotate\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -180,7 +194,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return vipResolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 2001:db8:1::11\nnameserver 2001:db8::5\nnameserver 2001:db8::53\n"
+					"search ocp4.example.com\nnameserver 2001:db8:1::11\nnameserver 2001:db8::5\nnameserver 2001:db8::53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -193,7 +207,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 192.0.2.54\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 192.0.2.54\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -206,7 +220,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return vipResolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\noptions timeout:1 attempts:2\n"
 			},
 		},
 		// keepalived adds a VIP to the node's interface, as a /32 (/128) by
@@ -222,7 +236,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return vipResolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.5\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -234,7 +248,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -246,7 +260,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -258,7 +272,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -270,7 +284,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -283,7 +297,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return vipResolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 2001:db8:1::11\nnameserver 2001:db8::5\nnameserver 2001:db8::53\n"
+					"search ocp4.example.com\nnameserver 2001:db8:1::11\nnameserver 2001:db8::5\nnameserver 2001:db8::53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -304,7 +318,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.nm) +
-					"search ocp4.example.com lab.example.org\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com lab.example.org\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -319,7 +333,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\noptions edns0 trust-ad\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\noptions edns0 trust-ad\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -334,7 +348,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.nm) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -347,7 +361,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -360,7 +374,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 2001:db8::53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 2001:db8::53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -375,7 +389,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver fec0::53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver fec0::53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		// resolved writes a link's server with its zone (%ens3), IPv4 too;
@@ -390,7 +404,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 2001:db8::53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 2001:db8::53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -403,7 +417,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.54\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.54\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -430,7 +444,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 2001:db8:1::11\nnameserver 2001:db8::53\n"
+					"search ocp4.example.com\nnameserver 2001:db8:1::11\nnameserver 2001:db8::53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -444,7 +458,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(sandbox) string {
 				return resolvHeader("ocp4.example.com", nmEnvDesc) +
-					"search ocp4.example.com lab.example.org\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 2001:db8::53\n"
+					"search ocp4.example.com lab.example.org\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 2001:db8::53\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -457,7 +471,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 192.0.2.5\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\nnameserver 192.0.2.5\noptions timeout:1 attempts:2\n"
 			},
 		},
 		{
@@ -476,7 +490,7 @@ func TestPrepender(t *testing.T) {
 			},
 			wantResolv: func(s sandbox) string {
 				return resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			},
 			check: func(t *testing.T, s sandbox) {
 				fi, err := os.Lstat(s.resolvConf)
@@ -616,7 +630,7 @@ func TestPrependerActions(t *testing.T) {
 			if tc.acts {
 				wantFwd = fwdHeader(s.resolved) + "forward . 192.0.2.53\n"
 				wantResolv = resolvHeader("ocp4.example.com", s.resolved) +
-					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\n"
+					"search ocp4.example.com\nnameserver 10.0.0.11\nnameserver 192.0.2.53\noptions timeout:1 attempts:2\n"
 			} else if out != "" {
 				t.Errorf("output %q, want none", out)
 			}
@@ -769,10 +783,10 @@ func TestPrependerNetns(t *testing.T) {
 				t.Errorf("forward.conf:\n%s\nwant:\n%s", got, want)
 			}
 			want := resolvHeader("ocp4.example.com", s.nm) + "search ocp4.example.com example.org\n" +
-				"nameserver " + tc.nodeIP + "\nnameserver 203.0.113.53\nnameserver 2001:db8:53::53\n"
+				"nameserver " + tc.nodeIP + "\nnameserver 203.0.113.53\nnameserver 2001:db8:53::53\noptions timeout:1 attempts:2\n"
 			if tc.vip != "" {
 				want = vipResolvHeader("ocp4.example.com", s.nm) + "search ocp4.example.com example.org\n" +
-					"nameserver " + tc.nodeIP + "\nnameserver " + tc.vip + "\nnameserver 203.0.113.53\n"
+					"nameserver " + tc.nodeIP + "\nnameserver " + tc.vip + "\nnameserver 203.0.113.53\noptions timeout:1 attempts:2\n"
 			}
 			if got := readFile(t, s.resolvConf); got != want {
 				t.Errorf("resolv.conf:\n%s\nwant:\n%s", got, want)

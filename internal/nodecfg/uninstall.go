@@ -32,10 +32,14 @@ func UninstallDirs() []string {
 	return []string{LBDir, ConfigDir, TrackDir, KeepalivedRunDir, HAProxyRunDir, RunDir}
 }
 
+// ResolvTimeoutOptions are the resolver options the dispatcher script adds
+// to resolv.conf when its source sets no timeout (RESOLV_TIMEOUT_OPTIONS).
+const ResolvTimeoutOptions = "timeout:1 attempts:2"
+
 // RestoreResolv takes out of resolv.conf what the dispatcher script put in:
 // the nameservers in drop (this node's addresses: it put one first; the
-// API VIPs: it put one second) and the cluster domain at the head of the
-// search list. The upstreams it copied stay, so
+// API VIPs: it put one second), its options line (ResolvTimeoutOptions) and
+// the cluster domain at the head of the search list. The upstreams it copied stay, so
 // the node keeps resolving until NetworkManager or systemd-resolved writes
 // its own file again. It reports whether anything changed.
 func RestoreResolv(resolv []byte, domain string, drop []netip.Addr) ([]byte, bool) {
@@ -51,6 +55,9 @@ func RestoreResolv(resolv []byte, domain string, drop []netip.Addr) ([]byte, boo
 				changed = true
 				continue
 			}
+		case strings.Join(f, " ") == "options "+ResolvTimeoutOptions:
+			changed = true
+			continue
 		case len(f) >= 2 && f[0] == "search":
 			kept := slices.DeleteFunc(slices.Clone(f[1:]), func(d string) bool { return strings.TrimSuffix(d, ".") == strings.TrimSuffix(domain, ".") })
 			if len(kept) != len(f)-1 {
