@@ -45,6 +45,20 @@ import (
 // would route it back here).
 const DefaultRelay = DefaultDrain / 2
 
+// LiveHolder says whether a takeover at now took the VIP from a router that
+// was still advertising it (last heard at last): a holder that stops (a
+// crash, a pause, a lost link) is silent for the backups' master-down
+// interval before one takes over, so one heard within masterDown − advert
+// of the takeover was alive, and this node's keepalived missed its adverts
+// (its VRRP process starved, or deaf to them). Such a takeover sends no
+// resignation, so the hand-over relay does not start by itself, and the
+// connections open to that router would be reset here as their packets
+// follow this node's gratuitous ARP (the rolling-upgrade test lost one
+// request per run that way beside other jobs' builds).
+func LiveHolder(last, now time.Time, masterDown, advert time.Duration) bool {
+	return !last.IsZero() && !now.Before(last) && now.Sub(last) < masterDown-advert
+}
+
 // RelayTable is the nftables table (in the ip and ip6 families) that holds
 // the relay, and RelayMap its map from a VIP to the node that resigned it.
 const (

@@ -159,7 +159,9 @@ func TestRelayHandOver(t *testing.T) {
 		// How the new node learns of the resignation: "observe" (lbconfig's
 		// listener heard it), "advert" (only the kernel sees the advert:
 		// lbconfig is late), "advert 100" (an advert that resigns nothing),
-		// "advert other" (another VIP resigned) or "" (nothing).
+		// "advert other" (another VIP resigned), "takeover" (this node took
+		// the VIP from a holder still advertising it: TakenOver) or ""
+		// (nothing).
 		how string
 		v6  bool
 	}{
@@ -168,10 +170,12 @@ func TestRelayHandOver(t *testing.T) {
 		{"a holder's advert", "advert 100", false},
 		{"another VIP resigned", "advert other", false},
 		{"not relayed", "", false},
+		{"taken over from a live holder", "takeover", false},
 		{"IPv6 relayed", "observe", true},
 		{"IPv6 relayed by the kernel", "advert", true},
 		{"IPv6 holder's advert", "advert 100", true},
 		{"IPv6 not relayed", "", true},
+		{"IPv6 taken over from a live holder", "takeover", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newRelayLab(t, fmt.Sprintf("r%d", len(t.Name())%97), tc.v6)
@@ -195,8 +199,14 @@ func TestRelayHandOver(t *testing.T) {
 				t.Fatalf("before the hand-over: %q, %v; want the old node's answer", got, err)
 			}
 			src := l.oldSource(t)
-			want := tc.how == "observe" || tc.how == "advert"
+			want := tc.how == "observe" || tc.how == "advert" || tc.how == "takeover"
 			switch tc.how {
+			case "takeover":
+				var ok bool
+				inNS(t, l.new, func() { ok = r.TakenOver(l.vip, src, r.For) })
+				if !ok {
+					t.Fatal("TakenOver started no relay")
+				}
 			case "observe":
 				// From the new node's namespace: Observe reads its arp_ignore.
 				inNS(t, l.new, func() {

@@ -24,3 +24,6 @@ func (r *Relay) Run(ctx context.Context) error { return errors.New("relay: Linux
 
 // Observe does nothing off Linux.
 func (r *Relay) Observe(Observation) {}
+
+// TakenOver does nothing off Linux.
+func (r *Relay) TakenOver(vip, from netip.Addr, d time.Duration) bool { return false }

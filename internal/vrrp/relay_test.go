@@ -85,3 +85,32 @@ func TestResignedVIPs(t *testing.T) {
 		})
 	}
 }
+
+func TestLiveHolder(t *testing.T) {
+	const advert = 60 * time.Millisecond
+	masterDown := 3*advert + 46*advert/256 // rank 1 at 60 ms: 190.8 ms
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name  string
+		ago   time.Duration // since the last advert
+		never bool          // no advert heard
+		want  bool
+	}{
+		{"heard one advert interval ago: a live holder (this keepalived missed it)", advert, false, true},
+		{"heard just now", 0, false, true},
+		{"heard 130 ms ago", 130 * time.Millisecond, false, true},
+		{"silent for master-down less one advert: stopped", masterDown - advert, false, false},
+		{"silent for the master-down interval: crashed or paused", masterDown, false, false},
+		{"silent for seconds", 3 * time.Second, false, false},
+		{"never heard", 0, true, false},
+		{"heard after now (clock step)", -2 * time.Second, false, false},
+	} {
+		var last time.Time
+		if !tc.never {
+			last = now.Add(-tc.ago)
+		}
+		if got := LiveHolder(last, now, masterDown, advert); got != tc.want {
+			t.Errorf("%s: LiveHolder = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

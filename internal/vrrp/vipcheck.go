@@ -120,7 +120,10 @@ type Heard struct {
 	Own  func(netip.Addr) bool
 	mu   sync.Mutex
 	from map[netip.Addr]map[sender]time.Time
-	wake chan struct{}
+	// resigned is when another router last resigned a VIP of from (a
+	// priority-0 advert): only VIPs already heard, so it is bounded too.
+	resigned map[netip.Addr]time.Time
+	wake     chan struct{}
 }
 
 // sender is who sent an advert: its address and the frame's MAC.
@@ -149,11 +152,23 @@ func (h *Heard) Wake() <-chan struct{} {
 
 // Observe records an advert seen at now.
 func (h *Heard) Observe(o Observation, now time.Time) {
-	if o.Advert.Priority == 0 || (h.Own != nil && h.Own(o.Source)) {
-		return // a holder resigning, or ourselves
+	if h.Own != nil && h.Own(o.Source) {
+		return // ourselves
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if o.Advert.Priority == 0 {
+		// A holder resigning: not a router advertising the VIP.
+		for _, a := range o.Advert.Addresses {
+			if a = a.Unmap(); h.from[a] != nil {
+				if h.resigned == nil {
+					h.resigned = map[netip.Addr]time.Time{}
+				}
+				h.resigned[a] = now
+			}
+		}
+		return
+	}
 	if h.from == nil {
 		h.from = map[netip.Addr]map[sender]time.Time{}
 	}
@@ -191,6 +206,7 @@ func (h *Heard) expire(now time.Time) bool {
 		}
 		if len(m) == 0 {
 			delete(h.from, a)
+			delete(h.resigned, a)
 		}
 	}
 	return len(h.from) < maxHeardVIPs
@@ -219,6 +235,26 @@ func (h *Heard) From(vip netip.Addr, t time.Time) []netip.Addr {
 		}
 	}
 	return out
+}
+
+// Latest is the router that advertised vip last, and when; false when no
+// other router did, or when a router resigned vip since (a graceful
+// hand-over, which the relay follows by itself).
+func (h *Heard) Latest(vip netip.Addr) (netip.Addr, time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	vip = vip.Unmap()
+	var from netip.Addr
+	var last time.Time
+	for who, at := range h.from[vip] {
+		if at.After(last) {
+			from, last = who.addr, at
+		}
+	}
+	if last.IsZero() || !h.resigned[vip].Before(last) {
+		return netip.Addr{}, time.Time{}, false
+	}
+	return from, last, true
 }
 
 // MACs lists the link-layer sources of the adverts for vip after t.

@@ -267,3 +267,34 @@ func TestHeardFrom(t *testing.T) {
 		t.Errorf("after %d spoofed sources: %d remembered, want the bound %d", 2*maxHeardSources, n, maxHeardSources)
 	}
 }
+
+func TestHeardLatest(t *testing.T) {
+	h := &Heard{Own: func(a netip.Addr) bool { return a == netip.MustParseAddr("198.51.100.11") }}
+	vip := netip.MustParseAddr("192.0.2.5")
+	if _, _, ok := h.Latest(vip); ok {
+		t.Fatal("Latest says a router was heard before any advert")
+	}
+	t0 := time.Unix(1000, 0)
+	adv := func(src string, prio uint8) Observation {
+		return Observation{Source: netip.MustParseAddr(src), Advert: Advert{Version: 3, VRID: 222, Priority: prio, Addresses: addrs("192.0.2.5")}}
+	}
+	h.Observe(adv("198.51.100.13", 250), t0)
+	h.Observe(adv("198.51.100.14", 210), t0.Add(100*time.Millisecond))
+	h.Observe(adv("198.51.100.11", 170), t0.Add(time.Second)) // ourselves
+	h.Observe(adv("198.51.100.12", 0), t0.Add(time.Second))   // resigning
+	h.Observe(adv("198.51.100.11", 0), t0.Add(3*time.Second)) // ourselves, resigning
+	from, at, ok := h.Latest(netip.MustParseAddr("::ffff:192.0.2.5"))
+	if ok {
+		t.Errorf("Latest = %v at %v after a resignation, want none: a graceful hand-over", from, at)
+	}
+	h.Observe(adv("198.51.100.14", 210), t0.Add(2*time.Second))
+	from, at, ok = h.Latest(netip.MustParseAddr("::ffff:192.0.2.5"))
+	if !ok || from != netip.MustParseAddr("198.51.100.14") || !at.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("Latest = %v at %v (%v), want 198.51.100.14 at t0+2s: not ourselves, advertising again after the resignation", from, at, ok)
+	}
+	// A resignation of a VIP nobody advertised is not kept.
+	h.Observe(Observation{Source: netip.MustParseAddr("198.51.100.15"), Advert: Advert{Version: 3, VRID: 9, Addresses: addrs("192.0.2.99")}}, t0)
+	if len(h.resigned) != 1 {
+		t.Errorf("%d resignations kept, want 1 (only heard VIPs)", len(h.resigned))
+	}
+}

@@ -246,9 +246,11 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 			drainer.SetStandby(vips, on)
 		})()
 		var heard *vrrp.Heard
+		var relay *vrrp.Relay
 		if l.guardWindow > 0 {
 			gd := newGuard(ctl.Model, l.guardWindow)
-			relay, relayDone := l.startRelay(ctx, ctl.Model, gd.own.has)
+			var relayDone func()
+			relay, relayDone = l.startRelay(ctx, ctl.Model, gd.own.has)
 			// Removed before the lock goes: a reloaded instance's tables
 			// are never deleted by the instance it replaces.
 			defer relayDone()
@@ -263,6 +265,9 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		sc := newSplitCheck(ctl.Model, heard)
 		hb := newHolderBoost(ctl.Model, heard)
 		hb.frozen = newFrozenBackends(l.reload[lb.HAProxyCfg])
+		if relay != nil {
+			hb.tookOver = liveTakeover(ctl.Model, heard, relay)
+		}
 		drainer.Changed = hb.changed
 		// Its own context: on a process stop it outlives ctx (lingerDrainer).
 		drainCtx, stopDrain := context.WithCancel(context.Background())
@@ -526,6 +531,29 @@ func (l *LBConfig) startRelay(ctx context.Context, m *cluster.Model, own func(ne
 		}
 	}()
 	return r, func() { <-done }
+}
+
+// liveTakeover starts the hand-over relay for each VIP this node takes
+// from a router still advertising it (vrrp.LiveHolder: this node's
+// keepalived missed its adverts, the guard's listener did not), for a
+// drain: no resignation came, so nothing else would pass that router's
+// open connections back to it.
+func liveTakeover(m *cluster.Model, heard *vrrp.Heard, relay *vrrp.Relay) func([]netip.Addr, time.Time) {
+	advert := m.Spec().VRRP.AdvertInterval
+	down := lb.MasterDown(advert)
+	return func(vips []netip.Addr, now time.Time) {
+		for _, v := range vips {
+			from, last, ok := heard.Latest(v)
+			if !ok || !vrrp.LiveHolder(last, now, down, advert) {
+				continue
+			}
+			if relay.TakenOver(v, from, vrrp.DefaultDrain) {
+				handoverRelays.WithLabelValues("started").Inc()
+				log.Infof("%s taken over from %s, which advertised it %v before (our keepalived missed its adverts): its open connections' packets go back to it for %s",
+					v, from, now.Sub(last).Round(time.Millisecond), vrrp.DefaultDrain)
+			}
+		}
+	}
 }
 
 // startVIPChecker removes VIPs a dead keepalived left on the interface

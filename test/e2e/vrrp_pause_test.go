@@ -4,13 +4,12 @@ package e2e
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"net/netip"
 
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/test/e2e/lab"
@@ -69,29 +68,13 @@ func TestVRRPPausedHolder(t *testing.T) {
 		return n
 	}
 	var outages, moves []int64
-	boosted := func(i int) bool {
-		l := v.nodes[i].coredns.Log()
-		return strings.LastIndex(l, "holder boost: ") > strings.LastIndex(l, "holder boost over:")
-	}
-	// waitUnboosted waits for node i's boost to end by itself.
-	waitUnboosted := func(what string, i int) time.Duration {
-		t.Helper()
-		start := time.Now()
-		for boosted(i) {
-			if time.Since(start) > 15*time.Second {
-				t.Fatalf("%s: %s's holder boost did not end within 15 s\n%s", what, v.nodes[i].n.Name, lab.Tail(v.nodes[i].coredns.LogPath, 20))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		return time.Since(start)
-	}
 	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(vrrpVIP, vrrpLBPort))
 	open := v.lab.Client().Start("probe-open", []string{v.fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms", "-open"})
 	frozenOut := func(i int) int { return strings.Count(v.nodes[i].coredns.Log(), "is out of haproxy now") }
 	// The holder's own boost from the election ends first: a holder paused
 	// within its boost would meet a boosted successor (equal priorities,
 	// settled by address: a second move the README states).
-	waitUnboosted("after the election", holder)
+	v.waitUnboosted("after the election", holder)
 	for round, pause := range pauses {
 		vn := v.nodes[holder]
 		steppedBefore, mastersBefore := stepDowns(), masters()
@@ -174,7 +157,7 @@ func TestVRRPPausedHolder(t *testing.T) {
 		}
 		// The new holder's boost ends once the resumed node is quiet and
 		// serves.
-		waitUnboosted(fmt.Sprintf("round %d", round), next)
+		v.waitUnboosted(fmt.Sprintf("round %d", round), next)
 		settled := time.Since(resumed)
 		outages, moves = append(outages, vrrpMS(st.outage)), append(moves, m)
 		t.Logf("round %d: %s stunned %v: VIP on %s after %d ms; client: %d of %d requests failed, steady after %d ms; after the pause on %s; %d moves; %d step-downs; boost over %d ms after the resume; failed requests (since the stun) %v; open client: %d of %d failed during the stun, begun at %v",
@@ -185,6 +168,25 @@ func TestVRRPPausedHolder(t *testing.T) {
 	slices.Sort(moves)
 	t.Logf("measure: pauses of %v: client steady after %d/%d/%d ms (min/median/max); VIP moves per pause %d/%d/%d",
 		pauses, outages[0], outages[len(outages)/2], outages[len(outages)-1], moves[0], moves[len(moves)/2], moves[len(moves)-1])
+}
+
+// boosted says whether node i's lbconfig has its holder boost on (its log).
+func (v *vrrpLab) boosted(i int) bool {
+	l := v.nodes[i].coredns.Log()
+	return strings.LastIndex(l, "holder boost: ") > strings.LastIndex(l, "holder boost over:")
+}
+
+// waitUnboosted waits for node i's holder boost to end by itself.
+func (v *vrrpLab) waitUnboosted(what string, i int) time.Duration {
+	v.t.Helper()
+	start := time.Now()
+	for v.boosted(i) {
+		if time.Since(start) > 15*time.Second {
+			v.t.Fatalf("%s: %s's holder boost did not end within 15 s\n%s", what, v.nodes[i].n.Name, lab.Tail(v.nodes[i].coredns.LogPath, 20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
 }
 
 // stunner returns what sends a signal to node i's keepalived, haproxy,

@@ -1,0 +1,148 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/vrrp"
+	"github.com/infradns/infradns/test/e2e/lab"
+)
+
+// TestVRRPDeafBackup: a backup's keepalived misses the live holder's adverts
+// (its VRRP process starved, as on the rolling-upgrade lab beside other
+// jobs' builds) while lbconfig's listener hears them, so the backup takes
+// the VIP from a holder that never stopped. No resignation is sent, so the
+// hand-over relay did not start, and a connection open to the holder was
+// reset as soon as its packets followed the backup's gratuitous ARP (the
+// upgrade test lost one request per run that way). The backup's lbconfig
+// now sees that the router it took the VIP from was advertising it until
+// just before (vrrp.LiveHolder) and relays that VIP's strays back to it.
+//
+// The deafness is an nftables drop of the holder's VRRP in the backup's
+// input hook: keepalived's socket misses the adverts, lbconfig's packet
+// socket (which taps the link before the filter) still hears them. It
+// ends 100 ms after the takeover. A connection is held open to the holder
+// throughout, one request every 50 ms. Two outcomes, as in the upgrade:
+//   - the deaf node ranks below the holder: it yields once it hears it
+//     again and the VIP goes back; the held connection must see no failure.
+//   - the deaf node outranks the holder: the holder yields to it, keeps its
+//     copy on lo for a second, and the VIP stays; the held connection must
+//     be served for the relay's second (it ends with the old holder's copy,
+//     as a connection open through a node that gives its VIP up always does).
+//
+// Without the relay the connection was reset at the flip, in both.
+func TestVRRPDeafBackup(t *testing.T) {
+	v := startVRRPLab(t, vrrpStatic)
+	prio := func(i int) int {
+		b, err := os.ReadFile(v.kaConf(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^\s*priority (\d+)`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no priority in %s's keepalived.conf", v.nodes[i].n.Name)
+		}
+		p, _ := strconv.Atoi(string(m[1]))
+		return p
+	}
+	for round := range 2 {
+		holder := v.waitSettled(fmt.Sprintf("round %d: start", round))
+		v.waitUnboosted(fmt.Sprintf("round %d", round), holder)
+		// The first round takes a node that outranks the holder when there
+		// is one, the second one below it: after a first round of the first
+		// kind the holder is no longer the lowest.
+		deaf := -1
+		for i := range v.nodes {
+			if i == holder {
+				continue
+			}
+			if round == 0 && prio(i) > prio(holder) || round == 1 && prio(i) < prio(holder) {
+				deaf = i
+			}
+		}
+		if deaf < 0 {
+			for i := range v.nodes {
+				if i != holder {
+					deaf = i
+				}
+			}
+		}
+		keeps := prio(deaf) > prio(holder)
+		hn, dn := v.nodes[holder], v.nodes[deaf]
+
+		hold := v.lab.Client().Start(fmt.Sprintf("hold-%d", round), []string{v.fakeapi, "hold", "-addr", netip.AddrPortFrom(vrrpVIP, vrrpLBPort).String(), "-interval", "50ms", "-timeout", "2s"})
+		lab.Eventually(t, 10*time.Second, 20*time.Millisecond, "the held connection served", func() error {
+			if n := strings.Count(hold.Log(), " ok "); n < 3 {
+				return fmt.Errorf("%d requests served on it", n)
+			}
+			return nil
+		})
+		relaysBefore := strings.Count(dn.coredns.Log(), "(our keepalived missed its adverts)")
+
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		table := "infradns_deaf"
+		undeaf := func() {
+			if _, err := dn.n.Run(ctx, "nft", "delete", "table", "inet", table); err != nil {
+				t.Errorf("%s: deaf no more: %v", dn.n.Name, err)
+			}
+		}
+		rule := fmt.Sprintf("add table inet %s; add chain inet %s in { type filter hook input priority -300; }; add rule inet %s in ip saddr %s ip protocol 112 drop",
+			table, table, table, hn.n.IPv4)
+		if res, err := dn.n.Run(ctx, "nft", rule); err != nil {
+			cancel()
+			t.Fatalf("%s deaf to %s: %v\n%s", dn.n.Name, hn.n.Name, err, res.Stderr)
+		}
+		t0 := time.Now()
+		to, moved := v.waitHolder(fmt.Sprintf("round %d: %s, deaf to %s, takes the VIP", round, dn.n.Name, hn.n.Name), t0, func(i int) bool { return i == deaf })
+		time.Sleep(100 * time.Millisecond)
+		undeaf()
+		cancel()
+		after := v.waitSettled(fmt.Sprintf("round %d: one holder again", round))
+
+		if keeps != (after == deaf) {
+			t.Errorf("round %d: %s (priority %d) took the VIP from %s (priority %d) and %s holds it now", round, dn.n.Name, prio(deaf), hn.n.Name, prio(holder), v.nodes[after].n.Name)
+		}
+
+		// Served through the flip and the way back, or through the relay
+		// when the VIP stays (less 100 ms for the test's own timing).
+		time.Sleep(time.Second)
+		until := t0.Add(24 * time.Hour)
+		if keeps {
+			until = t0.Add(moved + vrrp.DefaultDrain - 100*time.Millisecond)
+		}
+		var failed, late []string
+		served := 0
+		for _, r := range parseFakeAPI(hold.Log()) {
+			if r.start.Before(t0) {
+				continue
+			}
+			at := fmt.Sprintf("%v: %s", r.start.Sub(t0).Round(time.Millisecond), r.detail)
+			switch {
+			case r.ok:
+				served++
+			case r.start.Before(until):
+				failed = append(failed, at)
+			default:
+				late = append(late, at)
+			}
+		}
+		if len(failed) > 0 || (!keeps && hold.Exited()) {
+			t.Errorf("round %d: the connection held open to %s broke when %s took the VIP from it (%v): %v %v\n%s", round, hn.n.Name, dn.n.Name, moved.Round(time.Millisecond), failed, hold.Err(), lab.Tail(dn.coredns.LogPath, 15))
+		}
+		if n := strings.Count(dn.coredns.Log(), "(our keepalived missed its adverts)") - relaysBefore; n == 0 {
+			t.Errorf("round %d: %s took the VIP from the live %s without starting the relay\n%s", round, dn.n.Name, hn.n.Name, lab.Tail(dn.coredns.LogPath, 15))
+		}
+		t.Logf("round %d: %s (priority %d) deaf to %s's (%d) adverts: VIP on %s after %d ms, then on %s; held connection: %d requests served since, %d failed during the relay, ended after it: %v",
+			round, dn.n.Name, prio(deaf), hn.n.Name, prio(holder), v.nodes[to].n.Name, vrrpMS(moved), v.nodes[after].n.Name, served, len(failed), late)
+		_ = hold.Stop(time.Second)
+	}
+}
