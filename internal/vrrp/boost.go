@@ -133,9 +133,6 @@ func (b *HolderBoost) Step(in BoostInput, now time.Time) bool {
 	return true
 }
 
-// Held says whether the last Step saw the group held here.
-func (b *HolderBoost) Held() bool { return b.held }
-
 // On says whether the group is boosted.
 func (b *HolderBoost) On() bool { return b.on }
 

@@ -43,6 +43,11 @@ type Drainer struct {
 	// Changed, when set, is told after each address event on Interface
 	// (the holder boost looks at once).
 	Changed func()
+	// Arrived, when set, is told about each VIP an address event adds to
+	// Interface (a takeover), before Changed: a starved keepalived that
+	// times out and hears the holder's queued advert at once holds the VIP
+	// for well under a millisecond, gone before any later look.
+	Arrived func(netip.Prefix)
 
 	mu sync.Mutex
 	// While Run runs: lo, and a netlink handle of Run's namespace (the
@@ -247,6 +252,10 @@ func (d *Drainer) Run(ctx context.Context) error {
 			ones, _ := u.LinkAddress.Mask.Size()
 			p := netip.PrefixFrom(ip.Unmap(), ones)
 			if u.NewAddr {
+				// Told first: its relay races the holder's gratuitous ARP.
+				if d.Arrived != nil && eligible(p) {
+					d.Arrived(p)
+				}
 				held(p)
 			} else {
 				released(p)

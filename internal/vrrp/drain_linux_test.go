@@ -49,6 +49,8 @@ func TestDrainerStandby(t *testing.T) {
 	v4, v6 := netip.MustParseAddr("198.51.100.100"), netip.MustParseAddr("2001:db8:1::100")
 	d := &Drainer{Interface: "eth0", VIPs: []netip.Addr{v4, v6}, Drain: 300 * time.Millisecond,
 		Failed: func(p netip.Prefix, err error) { t.Errorf("copy of %s: %v", p, err) }}
+	arrived := make(chan netip.Prefix, 10)
+	d.Arrived = func(p netip.Prefix) { arrived <- p }
 	// On standby before Run: made when it starts; an IPv4 VIP never is.
 	d.SetStandby([]netip.Addr{v4, v6}, true)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,6 +78,17 @@ func TestDrainerStandby(t *testing.T) {
 	waitLo(t, ns, "both held", v4, v6, true, true)
 	if held, draining := d.Holding(); !held || draining {
 		t.Errorf("both held: Holding() = held %v, draining %v; want true, false", held, draining)
+	}
+	// Each takeover is told, in order (not the standby copy's lo address).
+	for _, want := range []netip.Prefix{netip.PrefixFrom(v6, 128), netip.PrefixFrom(v4, 32)} {
+		select {
+		case p := <-arrived:
+			if p != want {
+				t.Errorf("Arrived(%s), want %s", p, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("Arrived not told about %s", want)
+		}
 	}
 	netnstest.Run(t, "-n", ns, "addr", "del", v4.String()+"/32", "dev", "eth0")
 	netnstest.Run(t, "-n", ns, "addr", "del", v6.String()+"/128", "dev", "eth0")
@@ -107,6 +120,9 @@ func TestDrainerStandby(t *testing.T) {
 	}
 	time.Sleep(400 * time.Millisecond)
 	waitLo(t, ns, "still on standby after the drain", v4, v6, false, true)
+	if len(arrived) != 0 {
+		t.Errorf("Arrived told %d more times after the releases, want none", len(arrived))
+	}
 
 	// Unhealthy: the copy goes unless the VIP is held; back on standby, back.
 	d.SetStandby([]netip.Addr{v6}, false)

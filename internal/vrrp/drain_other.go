@@ -17,6 +17,7 @@ type Drainer struct {
 	Kept      func(netip.Prefix)
 	Failed    func(netip.Prefix, error)
 	Changed   func()
+	Arrived   func(netip.Prefix)
 }
 
 // Run fails off Linux.

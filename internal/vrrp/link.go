@@ -120,12 +120,10 @@ func (l *Link) Observe(o Observation, now time.Time) {
 	if v != Peer {
 		return
 	}
-	if o.Advert.Priority == 0 {
-		if l.Resigned != nil {
-			l.Resigned(o)
-		}
-		return
+	if o.Advert.Priority == 0 && l.Resigned != nil {
+		l.Resigned(o)
 	}
+	// Resignations too: Heard.Latest leaves out a router that resigned.
 	if l.Heard != nil {
 		l.Heard.Observe(o, now)
 	}

@@ -31,10 +31,6 @@ type holderBoost struct {
 	// nil without a runtime path to it (haproxy not reloaded through its
 	// master socket).
 	frozen *frozenBackends
-	// tookOver, when set, is told the group's VIPs on the interface each
-	// time a look finds the group newly held here (a takeover, or held
-	// when lbconfig started).
-	tookOver func(vips []netip.Addr, now time.Time)
 
 	mu      sync.Mutex
 	groups  []boostGroup
@@ -134,7 +130,7 @@ func (hb *holderBoost) look(ctx context.Context, states map[string]*vrrp.HolderB
 			st = &vrrp.HolderBoost{Silence: hb.silence}
 			states[g.name] = st
 		}
-		was, wasHeld := st.On(), st.Held()
+		was := st.On()
 		in := vrrp.BoostInput{
 			Held: holdsAny(present, g.vips),
 			HeardSince: func(since time.Time) bool {
@@ -157,9 +153,6 @@ func (hb *holderBoost) look(ctx context.Context, states map[string]*vrrp.HolderB
 				}
 				return paused
 			},
-		}
-		if in.Held && !wasHeld && hb.tookOver != nil {
-			hb.tookOver(heldOf(present, g.vips), now)
 		}
 		on := st.Step(in, now)
 		value := vrrp.BoostValue(st.Level(), g.priority)

@@ -266,7 +266,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 		hb := newHolderBoost(ctl.Model, heard)
 		hb.frozen = newFrozenBackends(l.reload[lb.HAProxyCfg])
 		if relay != nil {
-			hb.tookOver = liveTakeover(ctl.Model, heard, relay)
+			drainer.Arrived = liveTakeover(ctl.Model, heard, relay)
 		}
 		drainer.Changed = hb.changed
 		// Its own context: on a process stop it outlives ctx (lingerDrainer).
@@ -538,20 +538,19 @@ func (l *LBConfig) startRelay(ctx context.Context, m *cluster.Model, own func(ne
 // keepalived missed its adverts, the guard's listener did not), for a
 // drain: no resignation came, so nothing else would pass that router's
 // open connections back to it.
-func liveTakeover(m *cluster.Model, heard *vrrp.Heard, relay *vrrp.Relay) func([]netip.Addr, time.Time) {
+func liveTakeover(m *cluster.Model, heard *vrrp.Heard, relay *vrrp.Relay) func(netip.Prefix) {
 	advert := m.Spec().VRRP.AdvertInterval
 	down := lb.MasterDown(advert)
-	return func(vips []netip.Addr, now time.Time) {
-		for _, v := range vips {
-			from, last, ok := heard.Latest(v)
-			if !ok || !vrrp.LiveHolder(last, now, down, advert) {
-				continue
-			}
-			if relay.TakenOver(v, from, vrrp.DefaultDrain) {
-				handoverRelays.WithLabelValues("started").Inc()
-				log.Infof("%s taken over from %s, which advertised it %v before (our keepalived missed its adverts): its open connections' packets go back to it for %s",
-					v, from, now.Sub(last).Round(time.Millisecond), vrrp.DefaultDrain)
-			}
+	return func(p netip.Prefix) {
+		v, now := p.Addr(), time.Now()
+		from, last, ok := heard.Latest(v)
+		if !ok || !vrrp.LiveHolder(last, now, down, advert) {
+			return
+		}
+		if relay.TakenOver(v, from, vrrp.DefaultDrain) {
+			handoverRelays.WithLabelValues("started").Inc()
+			log.Infof("%s taken over from %s, which advertised it %v before (our keepalived missed its adverts): its open connections' packets go back to it for %s",
+				v, from, now.Sub(last).Round(time.Millisecond), vrrp.DefaultDrain)
 		}
 	}
 }

@@ -375,14 +375,3 @@ func holdsAny(present []netip.Prefix, vips []netip.Addr) bool {
 		return slices.ContainsFunc(present, func(p netip.Prefix) bool { return p.Addr() == v })
 	})
 }
-
-// heldOf is the VIPs of vips present on the interface.
-func heldOf(present []netip.Prefix, vips []netip.Addr) []netip.Addr {
-	var out []netip.Addr
-	for _, v := range vips {
-		if slices.ContainsFunc(present, func(p netip.Prefix) bool { return p.Addr() == v }) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
