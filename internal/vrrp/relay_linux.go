@@ -116,10 +116,10 @@ func (r *Relay) Observe(o Observation) {
 // TakenOver relays vip to from for d: this node has just taken vip from
 // from, which was still advertising it (LiveHolder). from keeps the VIP (it
 // outranks us, and this node yields at its next advert) or gives it up when
-// it hears us, after our takeover, and keeps its copy on lo for a drain
-// from then: with d at most DefaultDrain the relay ends before that copy.
-// (A resignation, whose copy began before our takeover, is not one of
-// these: Heard.Latest leaves it out.) It says whether the relay started.
+// it hears us and keeps its copy on lo for a drain from then. d is at most
+// DefaultRelay, as for a resignation: one read late makes a graceful
+// hand-over look like this, and that copy began a few milliseconds before
+// our takeover. It says whether the relay started.
 func (r *Relay) TakenOver(vip, from netip.Addr, d time.Duration) bool {
 	vip, from = vip.Unmap(), from.Unmap()
 	if !r.ready.Load() || (r.Own != nil && r.Own(from)) {
@@ -128,12 +128,7 @@ func (r *Relay) TakenOver(vip, from netip.Addr, d time.Duration) bool {
 	if !DrainCopy(netip.PrefixFrom(vip, vip.BitLen()), r.VIPs, arpIgnore(r.Interface)) {
 		return false
 	}
-	r.mu.Lock()
-	if r.last == nil {
-		r.last = map[netip.Addr]time.Time{}
-	}
-	r.last[vip] = time.Now()
-	r.mu.Unlock()
+	// Not in r.last: a resignation right after must still be relayed.
 	if err := r.add(vip, from, d); err != nil {
 		r.fail(fmt.Errorf("relay %s to %s after taking it over: %w", vip, from, err))
 		return false

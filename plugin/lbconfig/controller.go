@@ -535,9 +535,12 @@ func (l *LBConfig) startRelay(ctx context.Context, m *cluster.Model, own func(ne
 
 // liveTakeover starts the hand-over relay for each VIP this node takes
 // from a router still advertising it (vrrp.LiveHolder: this node's
-// keepalived missed its adverts, the guard's listener did not), for a
-// drain: no resignation came, so nothing else would pass that router's
-// open connections back to it.
+// keepalived missed its adverts, the guard's listener did not): no
+// resignation came, so nothing else would pass that router's open
+// connections back to it. For DefaultRelay, as after a resignation: the
+// address event can come before the listener has read a resignation sent
+// a few milliseconds earlier (the upgrade lab: one graceful hand-over was
+// taken for this), and the resigner's copy on lo ends a drain after it.
 func liveTakeover(m *cluster.Model, heard *vrrp.Heard, relay *vrrp.Relay) func(netip.Prefix) {
 	advert := m.Spec().VRRP.AdvertInterval
 	down := lb.MasterDown(advert)
@@ -547,10 +550,10 @@ func liveTakeover(m *cluster.Model, heard *vrrp.Heard, relay *vrrp.Relay) func(n
 		if !ok || !vrrp.LiveHolder(last, now, down, advert) {
 			return
 		}
-		if relay.TakenOver(v, from, vrrp.DefaultDrain) {
+		if relay.TakenOver(v, from, vrrp.DefaultRelay) {
 			handoverRelays.WithLabelValues("started").Inc()
 			log.Infof("%s taken over from %s, which advertised it %v before (our keepalived missed its adverts): its open connections' packets go back to it for %s",
-				v, from, now.Sub(last).Round(time.Millisecond), vrrp.DefaultDrain)
+				v, from, now.Sub(last).Round(time.Millisecond), vrrp.DefaultRelay)
 		}
 	}
 }

@@ -24,12 +24,12 @@ import (
 )
 
 // klUpgradeEnv turns on TestKubeletStaticPods's rolling-upgrade phase. It
-// is not in make test yet. The two causes of loss it found are fixed
-// (lbconfig's drain copies now outlive its stop; the API VIP is bound ahead
-// in listen mode), but on this lab (three nodes on two cores) a starved
-// backup still takes the VIP from a live holder now and then, resetting a
-// connection open there, and one quiet run in two lost a lookup sent just
-// after a node's new CoreDNS bound its sockets.
+// is not in make test yet. The causes of loss it found are fixed (lbconfig's
+// drain copies outlive its stop; the API VIP is bound ahead in listen mode;
+// a takeover from a live holder relays its connections back to it), but on
+// this lab (three nodes on two cores) a starved backup still takes the VIP
+// from a live holder now and then, against "one move per node", and beside
+// other jobs' builds whole nodes starve and the VIP flaps.
 const klUpgradeEnv = "INFRADNS_UPGRADE"
 
 // klNextImage is the image the rolling upgrade moves to: the same content

@@ -36,12 +36,11 @@ import (
 //     (without the relay it was reset at the flip: 151-197 ms).
 //   - the deaf node outranks the holder: the holder yields to it, keeps its
 //     copy on lo for a second, and the VIP stays. The relay serves the held
-//     connection for that second (it then ends with the old holder's copy,
-//     as a connection open through a node that gives its VIP up always
-//     does), but it starts in lbconfig after the address event, and the
-//     client's first packet after the gratuitous ARP can come first: reset
-//     at the flip in 2 of 5 such rounds. Logged, not asserted; the relay's
-//     start is.
+//     connection for its half second (it then ends, as a connection open
+//     through a node that gives its VIP up always does), but it starts in
+//     lbconfig after the address event, and the client's first packet
+//     after the gratuitous ARP can come first: reset at the flip in 2 of 7
+//     such rounds. Logged, not asserted; the relay's start is.
 //
 // Rounds alternate: a node above the holder when there is one, then one
 // below it (there always is one after a round of the first kind, or when
