@@ -1,11 +1,8 @@
 package lb
 
 import (
-	"context"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -29,33 +26,11 @@ func TestHAProxyRunsRendered(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "haproxy.cfg")
 	writeTestFile(t, cfg, string(h))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "haproxy", "-W", "-db", "-f", cfg, "-S", filepath.Join(dir, "master.sock"))
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", out.String())
-		}
-	}()
+	exited := startHAProxy(t, []string{"ip", "netns", "exec", ns}, cfg, filepath.Join(dir, "master.sock"))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
 		case err := <-exited:
-			exited <- err
 			t.Fatalf("haproxy exited: %v", err)
 		default:
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,6 +164,41 @@ func masterQuery(sock, q string) (string, error) {
 	return string(b), err
 }
 
+// startHAProxy runs haproxy in master-worker mode on cfg, its master CLI on
+// sock, behind the argv prefix wrap (ip netns exec NS, or none), for the
+// rest of the test: stopped with SIGTERM (killed 5 s later) when it ends,
+// its output logged if it failed. The channel receives its exit.
+func startHAProxy(t *testing.T, wrap []string, cfg, sock string) <-chan error {
+	t.Helper()
+	argv := append(slices.Clone(wrap), "haproxy", "-W", "-db", "-f", cfg, "-S", sock)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		close(done)
+		exited <- err
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("haproxy output:\n%s", out.String())
+		}
+	})
+	return exited
+}
+
 func workerPID(showProc string) string {
 	for _, l := range strings.Split(showProc, "\n") {
 		if f := strings.Fields(l); len(f) > 1 && f[1] == "worker" {
@@ -287,19 +323,7 @@ backend b
 	sock := filepath.Join(dir, "master.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "haproxy", "-W", "-db", "-f", cfg, "-S", sock)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", out.String())
-		}
-	}()
+	startHAProxy(t, nil, cfg, sock)
 	listening := func(port int) (string, bool) {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -94,53 +93,21 @@ backend c_api
 	sock := filepath.Join(dir, "master.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "haproxy", "-W", "-db", "-f", cfg, "-S", sock)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", out.String())
-		}
-	}()
+	startHAProxy(t, nil, cfg, sock)
 	m := MasterSocket{Path: sock}
 	// srv_op_state, the sixth field of "show servers state": 2 running, 0 stopped.
 	state := func() string {
 		t.Helper()
-		c, err := net.Dial("unix", sock)
+		out, err := masterQuery(sock, "@1 show servers state c_api")
 		if err != nil {
-			return "no socket: " + err.Error()
+			return "no answer: " + err.Error()
 		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-		fmt.Fprintf(c, "@1 show servers state c_api\n")
-		c.(*net.UnixConn).CloseWrite()
-		var b strings.Builder
-		buf := make([]byte, 4096)
-		for {
-			n, err := c.Read(buf)
-			b.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		for _, line := range strings.Split(b.String(), "\n") {
+		for _, line := range strings.Split(out, "\n") {
 			if f := strings.Fields(line); len(f) > 5 && f[3] == "node0_v4" {
 				return f[5]
 			}
 		}
-		return "no state: " + b.String()
+		return "no state: " + out
 	}
 	waitState := func(want, what string) {
 		t.Helper()
