@@ -80,24 +80,7 @@ func (m MasterSocket) busy(err error) bool {
 }
 
 func (m MasterSocket) reload(ctx context.Context) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", m.Path)
-	if err != nil {
-		return fmt.Errorf("reload: haproxy master socket: %w", notRunning(err))
-	}
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = c.SetDeadline(deadline)
-	if _, err := io.WriteString(c, "reload\n"); err != nil {
-		return fmt.Errorf("reload: haproxy master socket: %w", err)
-	}
-	if uc, ok := c.(*net.UnixConn); ok {
-		_ = uc.CloseWrite()
-	}
-	out, err := io.ReadAll(c)
+	out, err := m.exchange(ctx, "reload", 10*time.Second)
 	if err != nil {
 		return fmt.Errorf("reload: haproxy master socket: %w", err)
 	}
@@ -106,6 +89,30 @@ func (m MasterSocket) reload(ctx context.Context) error {
 		return fmt.Errorf("reload: haproxy master: %s", bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// exchange sends one line to the master CLI, half-closes (the master
+// answers only then) and reads the answer to the end, within limit or
+// ctx's deadline, whichever comes first.
+func (m MasterSocket) exchange(ctx context.Context, line string, limit time.Duration) ([]byte, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", m.Path)
+	if err != nil {
+		return nil, notRunning(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(limit)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = c.SetDeadline(deadline)
+	if _, err := io.WriteString(c, line+"\n"); err != nil {
+		return nil, err
+	}
+	if uc, ok := c.(*net.UnixConn); ok {
+		_ = uc.CloseWrite()
+	}
+	return io.ReadAll(c)
 }
 
 // Command runs a user command (the reload option); a non-zero exit fails.

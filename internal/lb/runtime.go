@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"strings"
 	"time"
@@ -48,24 +46,7 @@ func (m MasterSocket) Worker(ctx context.Context, cmd string) error {
 	if strings.ContainsAny(cmd, "\r\n;") {
 		return fmt.Errorf("haproxy runtime: one command only: %q", cmd)
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", m.Path)
-	if err != nil {
-		return fmt.Errorf("haproxy master socket: %w", notRunning(err))
-	}
-	defer c.Close()
-	deadline := time.Now().Add(runtimeTimeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = c.SetDeadline(deadline)
-	if _, err := io.WriteString(c, "@1 "+cmd+"\n"); err != nil {
-		return fmt.Errorf("haproxy master socket: %w", err)
-	}
-	if uc, ok := c.(*net.UnixConn); ok {
-		_ = uc.CloseWrite()
-	}
-	out, err := io.ReadAll(c)
+	out, err := m.exchange(ctx, "@1 "+cmd, runtimeTimeout)
 	if err != nil {
 		return fmt.Errorf("haproxy master socket: %w", err)
 	}

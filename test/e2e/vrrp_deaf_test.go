@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,11 +50,10 @@ func TestVRRPDeafBackup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := regexp.MustCompile(`(?m)^\s*priority (\d+)`).FindSubmatch(b)
-		if m == nil {
+		p, ok := kaPriority(b)
+		if !ok {
 			t.Fatalf("no priority in %s's keepalived.conf", v.nodes[i].n.Name)
 		}
-		p, _ := strconv.Atoi(string(m[1]))
 		return p
 	}
 	timeouts := func(i int) int {

@@ -278,8 +278,8 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
 		if i == 0 {
 			t.Logf("keepalived.conf rendered by lbconfig on %s:\n%s", v.nodes[i].n.Name, b)
 		}
-		if m := regexp.MustCompile(`(?m)^\s*priority (\d+)`).FindSubmatch(b); m != nil {
-			prios = append(prios, string(m[1]))
+		if p, ok := kaPriority(b); ok {
+			prios = append(prios, strconv.Itoa(p))
 		}
 		for _, want := range []string{"vrrp_version 3", "advert_int " + strconv.FormatFloat(advert.Seconds(), 'f', -1, 64), vrrpVIP.String() + "/32"} {
 			if !strings.Contains(string(b), want) {
@@ -526,6 +526,16 @@ func (v *vrrpLab) crash(i int) {
 }
 
 // holders polls HasAddr of the API VIP on every node at once.
+// kaPriority is the first vrrp_instance priority in a keepalived.conf.
+func kaPriority(conf []byte) (int, bool) {
+	m := regexp.MustCompile(`(?m)^\s*priority (\d+)`).FindSubmatch(conf)
+	if m == nil {
+		return 0, false
+	}
+	p, err := strconv.Atoi(string(m[1]))
+	return p, err == nil
+}
+
 func (v *vrrpLab) holders() ([]int, error) { return v.holdersOf(vrrpVIP) }
 
 // holdersOf polls HasAddr of vip on every node at once.
