@@ -6,7 +6,7 @@ import (
 )
 
 // infradnsDirectives are our data plugins, in the order they see a query.
-var infradnsDirectives = []string{"apiint", "appswildcard", "mdnsnodes"}
+var infradnsDirectives = []string{"apiint", "appswildcard", "lbservices", "mdnsnodes"}
 
 // anchors are the stock directives ours must sit between: after loadbalance
 // (it shuffles our answers) and, with it, after acl and rewrite; before

@@ -134,7 +134,7 @@ func wantGrants(ingressNS string) []string {
 	var out []string
 	for _, u := range []string{rbacUser, rbacWorkerUser, rbacDNSUser} {
 		u := "User:" + u
-		out = append(out, u+" * /nodes/* list []", u+" * /nodes/* watch []")
+		out = append(out, u+" * /nodes/* list []", u+" * /nodes/* watch []", u+" * /services/* list []", u+" * /services/* watch []")
 	}
 	for _, u := range []string{rbacUser, rbacWorkerUser} {
 		u := "User:" + u

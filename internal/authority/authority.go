@@ -184,11 +184,18 @@ func (a *Authority) Write(w dns.ResponseWriter, r *dns.Msg, origin string, answe
 // member may own it, else NXDOMAIN with the SOA, or fallthrough when any member
 // asked for it.
 func (a *Authority) Miss(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q Query, origin string, name string, next plugin.Handler) (int, Result, error) {
-	qname := q.Name
-	if matchZone(a.later, qname) != "" {
+	if matchZone(a.later, q.Name) != "" {
 		rc, err := plugin.NextOrFailure(name, next, ctx, w, r)
 		return rc, Passed, err
 	}
+	return a.Absent(ctx, w, r, q, origin, name, next)
+}
+
+// Absent handles a name in origin that no member may own (it lies in a
+// subtree the calling member owns whole): NXDOMAIN with the SOA, or
+// fallthrough when any member asked for it.
+func (a *Authority) Absent(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q Query, origin string, name string, next plugin.Handler) (int, Result, error) {
+	qname := q.Name
 	for _, f := range a.falls {
 		if f.Through(qname) {
 			rc, err := plugin.NextOrFailure(name, next, ctx, w, r)

@@ -33,6 +33,8 @@ type Client interface {
 	// EndpointSlices lists and watches the EndpointSlices of namespace
 	// matching labelSelector.
 	EndpointSlices(namespace, labelSelector string) cache.ListerWatcher
+	// Services lists and watches the Services of every namespace.
+	Services() cache.ListerWatcher
 	// Leases reads and writes the Leases of namespace.
 	Leases(namespace string) LeaseClient
 }
@@ -113,6 +115,10 @@ func (c *restClient) Nodes(sel NodeSelector) cache.ListerWatcher {
 
 func (c *restClient) EndpointSlices(namespace, labelSelector string) cache.ListerWatcher {
 	return listWatch(c.discovery, "endpointslices", namespace, labelSelector, "", func() runtime.Object { return &discoveryv1.EndpointSliceList{} })
+}
+
+func (c *restClient) Services() cache.ListerWatcher {
+	return listWatch(c.core, "services", "", "", "", func() runtime.Object { return &corev1.ServiceList{} })
 }
 
 func listWatch(rc rest.Interface, resource, namespace, labelSelector, fieldSelector string, newList func() runtime.Object) cache.ListerWatcher {

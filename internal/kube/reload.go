@@ -237,6 +237,10 @@ func (r *Reloading) EndpointSlices(namespace, labelSelector string) cache.Lister
 	return r.listWatch(func(c Client) cache.ListerWatcher { return c.EndpointSlices(namespace, labelSelector) })
 }
 
+func (r *Reloading) Services() cache.ListerWatcher {
+	return r.listWatch(func(c Client) cache.ListerWatcher { return c.Services() })
+}
+
 // listWatch asks the current client at each call: a reflector keeps its
 // ListerWatcher for its life.
 func (r *Reloading) listWatch(of func(Client) cache.ListerWatcher) cache.ListerWatcher {

@@ -80,6 +80,10 @@ type File struct {
 	// whose EndpointSlices give mdnsnodes every node's name instead of the
 	// Nodes: what a large cluster should use.
 	NodesService string
+	// LBServiceNames adds lbservices to the DNS pod's Corefile:
+	// SERVICE.NAMESPACE.lb.<domain> for every Service of type LoadBalancer,
+	// read with the DNS pod's kubeconfig.
+	LBServiceNames bool
 	// MetricsAddress is where the metrics endpoints listen (loopback when
 	// not set).
 	MetricsAddress netip.Addr
@@ -139,6 +143,7 @@ var keys = map[string]key{
 	"ingressService":   {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
 	"ingressHealthURL": {"an http(s) URL or none", str(func(f *File) *string { return &f.IngressHealthURL })},
 	"nodesService":     {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
+	"lbServiceNames":   {"true or false", boolean(func(f *File) *bool { return &f.LBServiceNames })},
 	"reverseZones":     {"a list of CIDRs such as 192.0.2.0/24", prefixes(func(f *File) *[]netip.Prefix { return &f.ReverseZones })},
 	"metricsAddress":   {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
 	"vipMode":          {"vrrp or bgp", str(func(f *File) *string { return &f.VIPMode })},

@@ -268,6 +268,8 @@ func TestRenderOptions(t *testing.T) {
 		}, publisher, []string{"- --exclude-address=192.0.2.11", "- --exclude-address=192.0.2.12"}},
 		{"namespace", func(f *File) { f.Namespace = "openshift-kni-infra" }, ManifestDir + "/infradns-keepalived.yaml", []string{"  namespace: openshift-kni-infra\n"}},
 		{"nodes service", func(f *File) { f.NodesService = "kube-system/infradns-nodes" }, Corefile, []string{"        nodes-service kube-system/infradns-nodes\n"}},
+		{"load-balancer service names", func(f *File) { f.LBServiceNames = true }, Corefile,
+			[]string{"    lbservices {\n        zone ocp4.example.com\n        kubeconfig /etc/kubernetes/infradns/kubeconfig\n    }\n    mdnsnodes {\n"}},
 		{"reverse zones", func(f *File) {
 			f.ReverseZones = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::/32")}
 		}, Corefile, []string{"        zone ocp4.example.com\n        # The cluster's networks", "        reverse 192.0.2.0/24 2001:db8::/32\n    }\n"}},

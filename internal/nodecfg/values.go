@@ -28,10 +28,12 @@ type Values struct {
 	Failover                                               string
 	IngressHealthURL                                       string
 	NodesService                                           string
-	ReverseZones                                           []string // CIDRs
-	Unicast                                                bool
-	VRRPVersion                                            int
-	APIPort, LBPort, HAHealthPort                          uint16
+	// LBServiceNames renders lbservices (with DNSKubeconfig).
+	LBServiceNames                bool
+	ReverseZones                  []string // CIDRs
+	Unicast                       bool
+	VRRPVersion                   int
+	APIPort, LBPort, HAHealthPort uint16
 	// LB: this node runs keepalived; HAProxy: and the API load balancer.
 	LB, HAProxy bool
 	// BGP: the VIPs are announced over BGP (no keepalived); BGPOptions
@@ -234,7 +236,7 @@ func (f File) fixed() Values {
 	return Values{
 		Cluster: f.Cluster, Role: f.Role, Interface: f.Interface, Image: f.Image,
 		Kubeconfig: f.Kubeconfig, MDNSKey: f.MDNSKey, StatusLease: f.StatusLease,
-		IngressService: f.IngressService, IngressHealthURL: f.IngressHealthURL, NodesService: f.NodesService, Unicast: f.Unicast, VRRPVersion: f.VRRPVersion,
+		IngressService: f.IngressService, IngressHealthURL: f.IngressHealthURL, NodesService: f.NodesService, LBServiceNames: f.LBServiceNames, Unicast: f.Unicast, VRRPVersion: f.VRRPVersion,
 		APIPort: f.APIPort, LBPort: f.LBPort, HAHealthPort: f.HealthPort, Listen: f.Listen,
 
 		ConfigDir: ConfigDir, LBDir: LBDir,
@@ -538,6 +540,9 @@ func (f File) namespaces(v *Values) error {
 		if f.Kubeconfig == "" && f.Role != Bootstrap {
 			return f.errorf([]string{"nodesService"}, "needs kubeconfig: it is a Service of the API")
 		}
+	}
+	if f.LBServiceNames && f.Kubeconfig == "" && f.Role != Bootstrap {
+		return f.errorf([]string{"lbServiceNames"}, "needs kubeconfig: the names come from the Services of the API")
 	}
 	return nil
 }

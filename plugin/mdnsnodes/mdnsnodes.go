@@ -290,6 +290,29 @@ func siblingVIPs(hs []plugin.Handler) []netip.Addr {
 	return vips
 }
 
+// labelHolder is implemented by the sibling plugins that own a label
+// directly below the zone and everything under it (lbservices: lb).
+type labelHolder interface {
+	ReservedLabels() []string
+}
+
+// withSiblingLabels adds the labels the plugins of a server block own to
+// reserved (in a new slice): a node named like one is not served, rather
+// than answered or not depending on the plugin order.
+func withSiblingLabels(reserved []string, hs []plugin.Handler) []string {
+	out := slices.Clone(reserved)
+	for _, h := range hs {
+		if lh, ok := h.(labelHolder); ok {
+			for _, l := range lh.ReservedLabels() {
+				if !slices.Contains(out, l) {
+					out = append(out, l)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Name implements the plugin.Handler interface.
 func (m *MDNSNodes) Name() string { return pluginName }
 

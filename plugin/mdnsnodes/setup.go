@@ -32,6 +32,7 @@ func setup(c *caddy.Controller) error {
 		cfg := dnsserver.GetConfig(c)
 		m.Link(cfg, m)
 		m.vips = siblingVIPs(cfg.Handlers())
+		m.reserved = withSiblingLabels(m.reserved, cfg.Handlers())
 		if err := m.Start(); err != nil {
 			return plugin.Error(pluginName, err)
 		}

@@ -9,8 +9,11 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/mdns"
 	"github.com/infradns/infradns/plugin/apiint"
 	"github.com/infradns/infradns/plugin/appswildcard"
+	_ "github.com/infradns/infradns/plugin/lbservices"
 )
 
 var (
@@ -76,5 +79,25 @@ func TestReservedDNS(t *testing.T) {
 	}
 	if l, ok := m.nodeLabel("dns.ocp4.example.com.", "ocp4.example.com."); ok {
 		t.Errorf("nodeLabel(dns) = %q, want not a node label", l)
+	}
+}
+
+// TestSiblingLabels: lbservices owns lb (or its label's last label) below
+// the zone; mdnsnodes serves no node of that name, from mDNS or the API.
+func TestSiblingLabels(t *testing.T) {
+	lb := sibling(t, "lbservices", "lbservices {\n kubeconfig /dev/null\n label svc.int\n}")
+	m := newHandler(t, "mdnsnodes {\n interface eth0\n}")
+	m.reserved = withSiblingLabels(m.reserved, []plugin.Handler{lb, m, lb})
+	if !slices.Contains(m.filter().Reserved, "int") || slices.Contains(mdns.DefaultReserved, "int") {
+		t.Fatalf("Reserved %v, want int among them (and DefaultReserved %v unchanged)", m.filter().Reserved, mdns.DefaultReserved)
+	}
+	if n := len(m.reserved); n != len(mdns.DefaultReserved)+1 {
+		t.Errorf("Reserved %v: want the label once", m.reserved)
+	}
+	if l, ok := m.nodeLabel("int.ocp4.example.com.", "ocp4.example.com."); ok {
+		t.Errorf("nodeLabel(int) = %q, want not a node label", l)
+	}
+	if got := apiIndex([]cluster.Node{{Name: "int", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1")}}}, m.reserved, nil); len(got) != 0 {
+		t.Errorf("a Node named int is served: %v", got)
 	}
 }

@@ -96,6 +96,17 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 			return err
 		})
 	}
+	// A Service of type LoadBalancer with its address, as MetalLB (or
+	// infradns) writes it: what lbservices names.
+	setupStep(t, "service apps/shop", func() error {
+		svc, err := admin.CoreV1().Services("apps").Create(ctx, lbsService("shop", nil), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.80"}}
+		_, err = admin.CoreV1().Services("apps").UpdateStatus(ctx, svc, metav1.UpdateOptions{})
+		return err
+	})
 	foreign := []string{"kube-controller-manager", "kube-scheduler"}
 	for _, name := range foreign {
 		setupStep(t, "lease kube-system/"+name, func() error {
@@ -477,6 +488,13 @@ func dnsIdentity(t *testing.T, ctx context.Context, c *kubetest.Cluster, dir str
 	} else {
 		t.Log("dns allowed: mdnsnodes' watch (Nodes only) syncs")
 	}
+	if err := lab.Poll(ctx, 5*time.Second, 50*time.Millisecond, func() error {
+		return lbservicesSees(ctx, client, "apps/shop")
+	}); err != nil {
+		t.Errorf("dns allowed: lbservices' watch (Services) syncs: %v", err)
+	} else {
+		t.Log("dns allowed: lbservices' watch (Services) syncs")
+	}
 	forbidden := func(what string, err error) {
 		t.Helper()
 		if !apierrors.IsForbidden(err) {
@@ -738,6 +756,36 @@ func mdnsnodesSees(ctx context.Context, client kube.Client, node string) error {
 		return fmt.Errorf("snapshot without %s: %v", node, s.Nodes)
 	}
 	return nil
+}
+
+// lbservicesSees runs lbservices' watch of the Services until its first
+// list, at most 5 s, and checks that it holds the Service key
+// (namespace/name).
+func lbservicesSees(ctx context.Context, client kube.Client, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	got := make(chan []cluster.Service, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		kube.NewServiceWatcher(client, kube.ServiceOptions{}).Run(ctx, func(svcs []cluster.Service) {
+			select {
+			case got <- svcs:
+			default:
+			}
+		})
+	})
+	defer wg.Wait()
+	defer cancel()
+	select {
+	case svcs := <-got:
+		for _, s := range svcs {
+			if s.Key() == key {
+				return nil
+			}
+		}
+		return fmt.Errorf("Services %v: no %s", svcs, key)
+	case <-ctx.Done():
+		return errors.New("no Service list within 5 s (forbidden?)")
+	}
 }
 
 // firstSnapshot runs internal/kube's watcher (lbconfig's, or mdnsnodes'

@@ -192,7 +192,7 @@ func (v *vrrpLab) dropBackend(drop int) {
 	v.t.Logf("(d) API change: %s's apiserver left default/kubernetes: haproxy.cfg rewritten on every node after %v (slowest %d ms); client served only by the others after %d ms (%d answers from it in between); %d of %d requests failed",
 		v.nodes[drop].n.Name, msList(onDisk), vrrpMS(slowest), vrrpMS(served), fromOld, st.failed, st.requests)
 	if st.failed != 0 {
-		v.t.Errorf("%d of %d client requests failed while haproxy was reloaded for the backend change (last error %q), want 0", st.failed, st.requests, st.lastErr)
+		v.errorf("%d of %d client requests failed while haproxy was reloaded for the backend change (last error %q), want 0", st.failed, st.requests, st.lastErr)
 	}
 }
 

@@ -110,31 +110,31 @@ func (v *vrrpLab) splitBrainOf(round, h, o int, drop func(n *lab.Node, others ..
 	before = v.transitions()
 	for end := time.Now().Add(vrrpSplitHold); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if err := v.holdAll(vips, []int{keeper}); err != nil {
-			v.t.Errorf("split %d, filter still on, %d ms after it was settled: %v, want only %s",
+			v.errorf("split %d, filter still on, %d ms after it was settled: %v, want only %s",
 				round, vrrpMS(time.Since(settledAt)), err, kn.n.Name)
 			break
 		}
 	}
 	flaps := v.transitions() - before
 	if flaps != 0 {
-		v.t.Errorf("split %d: %d VRRP state changes while the settled split held for %s, want 0", round, flaps, vrrpSplitHold)
+		v.errorf("split %d: %d VRRP state changes while the settled split held for %s, want 0", round, flaps, vrrpSplitHold)
 	}
 	if st := vrrpLastState(yn.keepalived); st != "FAULT" {
-		v.t.Errorf("split %d: %s's keepalived is %s while stepped down, want FAULT", round, yn.n.Name, st)
+		v.errorf("split %d: %s's keepalived is %s while stepped down, want FAULT", round, yn.n.Name, st)
 	}
 	dropped := v.vrrpDropped(hn)
 	if dropped == 0 {
-		v.t.Errorf("split %d: the switch dropped no VRRP packet between %s and %s", round, hn.Name, on.Name)
+		v.errorf("split %d: the switch dropped no VRRP packet between %s and %s", round, hn.Name, on.Name)
 	}
 	if n := strings.Count(yn.coredns.Log(), downMsg); n <= down0 {
-		v.t.Errorf("split %d: %s's lbconfig did not log %q:\n%s", round, yn.n.Name, downMsg, lab.Tail(yn.coredns.LogPath, 10))
+		v.errorf("split %d: %s's lbconfig did not log %q:\n%s", round, yn.n.Name, downMsg, lab.Tail(yn.coredns.LogPath, 10))
 	}
 	// The keeper logs "kept here" only when it saw the other claim for the
 	// whole confirmation itself; the yielder may step down first.
 	keptLogged := strings.Count(kn.coredns.Log(), keptMsg) > kept0
 	for _, want := range []string{"coredns_lbconfig_vrrp_stepped_down{group=\"api\"} 1", "coredns_lbconfig_vrrp_split_brain_total{event=\"stepped-down\",group=\"api\"}"} {
 		if m := v.metrics(yielder); !strings.Contains(m, want) {
-			v.t.Errorf("split %d: %s's metrics lack %s", round, yn.n.Name, want)
+			v.errorf("split %d: %s's metrics lack %s", round, yn.n.Name, want)
 		}
 	}
 	split := v.waitClient(fmt.Sprintf("split %d: client served while split", round), t0)
@@ -149,13 +149,13 @@ func (v *vrrpLab) splitBrainOf(round, h, o int, drop func(n *lab.Node, others ..
 	healed := v.waitSettled(fmt.Sprintf("split %d: adverts flow again", round))
 	healMs := vrrpMS(time.Since(tHeal))
 	if healed != keeper {
-		v.t.Errorf("split %d: after the heal %s holds the VIP, want %s (no move)", round, v.nodes[healed].n.Name, kn.n.Name)
+		v.errorf("split %d: after the heal %s holds the VIP, want %s (no move)", round, v.nodes[healed].n.Name, kn.n.Name)
 	}
 	if err := v.holdAll(vips, []int{keeper}); err != nil {
-		v.t.Errorf("split %d: after the heal %v, want only %s", round, err, kn.n.Name)
+		v.errorf("split %d: after the heal %v, want only %s", round, err, kn.n.Name)
 	}
 	if n := strings.Count(yn.coredns.Log(), backMsg); n <= back0 {
-		v.t.Errorf("split %d: %s's lbconfig did not log %q", round, yn.n.Name, backMsg)
+		v.errorf("split %d: %s's lbconfig did not log %q", round, yn.n.Name, backMsg)
 	}
 	after := v.waitClient(fmt.Sprintf("split %d: client served after the heal", round), tHeal)
 	v.t.Logf("split %d (%v): VRRP dropped between %s and %s (%d packets): %s held the VIP too after %d ms; only %s (lower MAC) after %d ms more (%s stepped down, keeper logged the split: %v; %d state changes in the next second); %s with one holder and 0 state changes; client: %d of %d requests failed, steady after %d ms (last error %q); adverts back: settled in %d ms, %d of %d requests failed",

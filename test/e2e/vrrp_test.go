@@ -67,6 +67,30 @@ type vrrpLab struct {
 	splitFigures []vrrpSplitFigure
 	// fakeapi is the built fake apiserver and client.
 	fakeapi string
+	// failures are the messages of errorf, repeated when the test ends:
+	// a long lab run's failure is otherwise far above the log's tail,
+	// which is what CI shows of it.
+	failMu   sync.Mutex
+	failures []string
+}
+
+// errorf is t.Errorf, remembered for the recap at the end of the test.
+func (v *vrrpLab) errorf(format string, args ...any) {
+	v.t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	v.failMu.Lock()
+	v.failures = append(v.failures, msg)
+	v.failMu.Unlock()
+	v.t.Error(msg)
+}
+
+// recap logs every errorf message again, after the teardown's own lines.
+func (v *vrrpLab) recap() {
+	v.failMu.Lock()
+	defer v.failMu.Unlock()
+	for i, msg := range v.failures {
+		v.t.Logf("failure %d of %d (repeated from above): %s", i+1, len(v.failures), msg)
+	}
 }
 
 // metrics is node i's lbconfig metrics page ("" when it cannot be read:
@@ -176,6 +200,9 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
 
 	l := lab.New(t, lab.Config{Prefix: "vrrp", Nodes: cfg.nodes, Client: true, TeardownGrace: time.Second})
 	v := &vrrpLab{t: t, lab: l, fakeapi: fakeapi}
+	// Registered after the lab's teardown, so it runs before it: the
+	// recap then comes right before the teardown's last lines.
+	t.Cleanup(v.recap)
 	var backends []string
 	for _, n := range l.Nodes() {
 		backends = append(backends, netip.AddrPortFrom(n.IPv4, vrrpAPIPort).String())
@@ -371,7 +398,7 @@ func (v *vrrpLab) killHAProxy(h int) (to int, moved time.Duration, st vrrpClient
 		v.t.Fatal(err)
 	}
 	if !slices.Equal(hs, []int{to}) {
-		v.t.Errorf("after haproxy died on %s: holders %s, want only %s", name, v.names(hs), v.nodes[to].n.Name)
+		v.errorf("after haproxy died on %s: holders %s, want only %s", name, v.names(hs), v.nodes[to].n.Name)
 	}
 	v.startHAProxy(h)
 	v.waitSettled("haproxy back on " + name)
@@ -400,7 +427,7 @@ func (v *vrrpLab) stopKeepalived(h int) (to int, moved time.Duration, st vrrpCli
 	// still sent to its MAC (the VIP's copy on lo) and finishes the
 	// connections open at the ARP flip (relayed back to it).
 	if st.failed > 0 {
-		v.t.Errorf("keepalived stopped on %s: %d of %d requests failed (last: %s, steady after %d ms; the slowest failure started at %d ms, ran %d ms); want 0",
+		v.errorf("keepalived stopped on %s: %d of %d requests failed (last: %s, steady after %d ms; the slowest failure started at %d ms, ran %d ms); want 0",
 			vn.n.Name, st.failed, st.requests, st.lastErr, vrrpMS(st.outage), vrrpMS(st.slowStart), vrrpMS(st.slowTook))
 	}
 	// The new holder heard the resignation and relayed the connections
@@ -429,7 +456,7 @@ func (v *vrrpLab) stoppedOn(h, to int, what string) {
 		v.t.Fatal(err)
 	}
 	if !slices.Equal(hs, []int{to}) {
-		v.t.Errorf("after %s on %s: holders %s, want only %s", what, v.nodes[h].n.Name, v.names(hs), v.nodes[to].n.Name)
+		v.errorf("after %s on %s: holders %s, want only %s", what, v.nodes[h].n.Name, v.names(hs), v.nodes[to].n.Name)
 	}
 	for _, p := range []string{v.kaPid(h), v.vrrpPid(h)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -462,7 +489,7 @@ func (v *vrrpLab) stopPods(h int) (to int, moved time.Duration, st vrrpClientSta
 	to, moved = v.waitHolder("VIP moves away from "+vn.n.Name+" after lbconfig and keepalived got SIGTERM", t0, func(i int) bool { return i != h })
 	st = v.waitClient("client served again after lbconfig and keepalived stopped on "+vn.n.Name, t0)
 	if st.failed > 0 {
-		v.t.Errorf("lbconfig and keepalived stopped on %s: %d of %d requests failed (last: %s, steady after %d ms); want 0",
+		v.errorf("lbconfig and keepalived stopped on %s: %d of %d requests failed (last: %s, steady after %d ms); want 0",
 			vn.n.Name, st.failed, st.requests, st.lastErr, vrrpMS(st.outage))
 	}
 	for _, p := range []*lab.Process{vn.keepalived, vn.coredns} {
@@ -473,15 +500,15 @@ func (v *vrrpLab) stopPods(h int) (to int, moved time.Duration, st vrrpClientSta
 	stopped := time.Since(t0)
 	log := vn.coredns.Log()
 	if !strings.Contains(log, "kept on lo") {
-		v.t.Errorf("%s: lbconfig stopped without keeping the released VIP on lo (its drainer was gone before keepalived's release):\n%s", vn.n.Name, lab.Tail(vn.coredns.LogPath, 20))
+		v.errorf("%s: lbconfig stopped without keeping the released VIP on lo (its drainer was gone before keepalived's release):\n%s", vn.n.Name, lab.Tail(vn.coredns.LogPath, 20))
 	}
 	if m := regexp.MustCompile(`drain copies done after (\S+)`).FindStringSubmatch(log); m != nil {
 		v.t.Logf("%s: lbconfig kept its drainer %s after SIGTERM; the process exited %d ms after it", vn.n.Name, m[1], vrrpMS(stopped))
 	} else {
-		v.t.Errorf("%s: lbconfig did not say when its drain copies were done:\n%s", vn.n.Name, lab.Tail(vn.coredns.LogPath, 20))
+		v.errorf("%s: lbconfig did not say when its drain copies were done:\n%s", vn.n.Name, lab.Tail(vn.coredns.LogPath, 20))
 	}
 	if vn.coredns.Err() != nil {
-		v.t.Errorf("%s: lbconfig exited with %v", vn.n.Name, vn.coredns.Err())
+		v.errorf("%s: lbconfig exited with %v", vn.n.Name, vn.coredns.Err())
 	}
 	v.stoppedOn(h, to, "both pods stopped")
 	vn.coredns = vn.n.Start("coredns", []string{lab.Binary(v.t, "coredns"), "-conf", filepath.Join(vn.dir, "Corefile")})
@@ -768,7 +795,7 @@ func (v *vrrpLab) crashHolder(holder int) vrrpCrash {
 	r.guard = time.Since(t0)
 	r.doubleHeldMs = vrrpMS(r.guard - r.failover)
 	if strings.Count(v.nodes[holder].coredns.Log(), removedMsg) <= removedBefore {
-		v.t.Errorf("the VIP left %s but lbconfig did not log removing it:\n%s", v.nodes[holder].n.Name, lab.Tail(v.nodes[holder].coredns.LogPath, 10))
+		v.errorf("the VIP left %s but lbconfig did not log removing it:\n%s", v.nodes[holder].n.Name, lab.Tail(v.nodes[holder].coredns.LogPath, 10))
 	}
 	r.client = v.waitClient("client served again after the crash", t0)
 	hs, err = v.holders()
@@ -776,7 +803,7 @@ func (v *vrrpLab) crashHolder(holder int) vrrpCrash {
 		v.t.Fatal(err)
 	}
 	if !slices.Equal(hs, []int{r.to}) {
-		v.t.Errorf("after the crash of %s and the guard: holders %s, want only %s", v.nodes[holder].n.Name, v.names(hs), v.nodes[r.to].n.Name)
+		v.errorf("after the crash of %s and the guard: holders %s, want only %s", v.nodes[holder].n.Name, v.names(hs), v.nodes[r.to].n.Name)
 	}
 	return r
 }
@@ -1146,14 +1173,14 @@ func (v *vrrpLab) cutBackend(i, h int) {
 		slowest = max(slowest, r.end.Sub(r.start))
 	}
 	if reqs == 0 {
-		v.t.Errorf("the client made no requests while %s was cut off", n.Name)
+		v.errorf("the client made no requests while %s was cut off", n.Name)
 	}
 	hs, err := v.holders()
 	if err != nil {
 		v.t.Fatal(err)
 	}
 	if !slices.Equal(hs, []int{h}) {
-		v.t.Errorf("after cutting %s off: holders %s, want only %s (a backend cut must not move the VIP)", n.Name, v.names(hs), v.nodes[h].n.Name)
+		v.errorf("after cutting %s off: holders %s, want only %s (a backend cut must not move the VIP)", n.Name, v.names(hs), v.nodes[h].n.Name)
 	}
 	v.t.Logf("%s's apiserver cut off for %s: %d of %d new connections through the VIP failed, slowest %d ms; since the cut %d of %d failed",
 		n.Name, vrrpCut, fails, reqs, vrrpMS(slowest), st.failed, st.requests)
@@ -1174,6 +1201,6 @@ func (v *vrrpLab) status(when string, i int) {
 	v.t.Logf("infradns status, %s:\n%s", when, res.Stdout)
 	want := regexp.MustCompile(`(?m)^` + vrrpCluster + `\s+api\s+v4\s+` + regexp.QuoteMeta(vrrpVIP.String()) + `\s+` + v.nodes[i].n.Name + `\s+HELD\s`)
 	if !want.MatchString(res.Stdout) {
-		v.t.Errorf("infradns status %s: no row with the API VIP HELD by %s", when, v.nodes[i].n.Name)
+		v.errorf("infradns status %s: no row with the API VIP HELD by %s", when, v.nodes[i].n.Name)
 	}
 }

@@ -78,6 +78,17 @@ func (c clientset) EndpointSlices(namespace, selector string) cache.ListerWatche
 	}, c.cs)
 }
 
+func (c clientset) Services() cache.ListerWatcher {
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.cs.CoreV1().Services(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.cs.CoreV1().Services(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}, c.cs)
+}
+
 func (c clientset) Leases(namespace string) kube.LeaseClient {
 	return c.cs.CoordinationV1().Leases(namespace)
 }
