@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
 
+	"github.com/miekg/dns"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -48,7 +50,7 @@ type vipRow struct {
 // lbconfig renews every 10 s (30 s duration): a holder that stopped renewing
 // is STALE, whatever the Lease still names.
 func status(ctx context.Context, args []string, out io.Writer) error {
-	fs := flags("status", "[-kubeconfig PATH] [-n NAMESPACE] [-f CLUSTER.yaml | -cluster NAME] [-o table|json|yaml]")
+	fs := flags("status", "[-kubeconfig PATH] [-n NAMESPACE] [-f CLUSTER.yaml | -cluster NAME] [-nodes] [-services [-domain DOMAIN]] [-o table|json|yaml]")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default as kubectl: $KUBECONFIG, then ~/.kube/config)")
 	ns := fs.String("n", "infradns", "namespace of the status Leases (the cluster file's statusLeaseNamespace)")
 	file := fs.String("f", "", "cluster file: list every VIP it defines, held or not (NONE)")
@@ -57,6 +59,8 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 	nodes := fs.Bool("nodes", false, "also ask every Node's metrics endpoints (the cluster file's metricsAddress must let them be reached)")
 	lbPort := fs.Int("lb-metrics-port", 9155, "the lbconfig pod's metrics port")
 	dnsPort := fs.Int("dns-metrics-port", 9153, "the DNS pod's metrics port")
+	services := fs.Bool("services", false, "also list the Services of type LoadBalancer: their addresses and the names lbservices answers (lbServiceNames)")
+	domain := fs.String("domain", "", "with -services: the cluster domain the names are below (default: the cluster file's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,6 +88,21 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 	if *name != "" {
 		if err := cluster.CheckClusterName(*name); err != nil {
 			return fmt.Errorf("status: -cluster: %w", err)
+		}
+	}
+	if *services && *domain == "" {
+		if *file == "" {
+			return errors.New("status: -services needs the cluster domain: -f CLUSTER.yaml or -domain DOMAIN")
+		}
+		f, err := readClusterFile(*file)
+		if err != nil {
+			return err
+		}
+		*domain = f.Domain
+	}
+	if *services {
+		if err := cluster.CheckDomain(*domain); err != nil {
+			return fmt.Errorf("status: -domain: %w", err)
 		}
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -126,7 +145,19 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 		}
 		nodeRows = scrapeNodes(ctx, targets, *lbPort, *dnsPort, time.Now())
 	}
-	return printStatus(out, rows, nodeRows, *format, time.Now())
+	var svcRows []serviceRow
+	if *services {
+		sl, err := cache.ToListerWithContext(client.Services()).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return fmt.Errorf("status: Services: %w", err)
+		}
+		list, ok := sl.(*corev1.ServiceList)
+		if !ok {
+			return fmt.Errorf("status: Services: unexpected %T", sl)
+		}
+		svcRows = serviceRows(list.Items, cluster.ServiceNamesLabel, dns.Fqdn(strings.ToLower(*domain)))
+	}
+	return printStatus(out, rows, nodeRows, svcRows, *format, time.Now())
 }
 
 // vipRows turns the Leases (and, with a model, the VIPs it defines) into
@@ -191,13 +222,16 @@ func groupKey(g string) string {
 }
 
 func printRows(out io.Writer, rows []vipRow, format string, now time.Time) error {
-	return printStatus(out, rows, nil, format, now)
+	return printStatus(out, rows, nil, nil, format, now)
 }
 
-func printStatus(out io.Writer, rows []vipRow, nodes []nodeRow, format string, now time.Time) error {
+func printStatus(out io.Writer, rows []vipRow, nodes []nodeRow, services []serviceRow, format string, now time.Time) error {
 	doc := map[string]any{"vips": rows}
 	if nodes != nil {
 		doc["nodes"] = nodes
+	}
+	if services != nil {
+		doc["services"] = services
 	}
 	switch format {
 	case "json":
@@ -221,11 +255,20 @@ func printStatus(out io.Writer, rows []vipRow, nodes []nodeRow, format string, n
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", dash(r.Cluster), dash(r.Group), dash(r.Family), dash(r.VIP),
 			dash(r.Holder), r.State, ago(r.Since, now), ago(r.Renewed, now), r.Transitions)
 	}
-	if err := tw.Flush(); err != nil || nodes == nil {
+	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(out)
-	return printNodes(out, nodes, now)
+	if nodes != nil {
+		fmt.Fprintln(out)
+		if err := printNodes(out, nodes, now); err != nil {
+			return err
+		}
+	}
+	if services != nil {
+		fmt.Fprintln(out)
+		return printServices(out, services)
+	}
+	return nil
 }
 
 func dash(s string) string {

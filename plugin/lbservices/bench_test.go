@@ -55,3 +55,23 @@ func BenchmarkServeDNS(b *testing.B) {
 		plugintest.Serve(b, l, "18.4.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess)
 	})
 }
+
+// BenchmarkBuildIndex is the cost of one change to the Services (any of
+// them): the whole index is rebuilt, for 1,000 Services of type
+// LoadBalancer, a tenth with a hostname.
+func BenchmarkBuildIndex(b *testing.B) {
+	var svcs []cluster.Service
+	for i := range 1000 {
+		h := ""
+		if i%10 == 0 {
+			h = fmt.Sprintf("www-%d.ns-%03d", i, i/10)
+		}
+		svcs = append(svcs, svc(fmt.Sprintf("ns-%03d", i/10), fmt.Sprintf("svc-%d", i), h,
+			fmt.Sprintf("192.0.%d.%d", 2+i/250, 1+i%250), fmt.Sprintf("2001:db8::%x", i+1)))
+	}
+	domains := []string{"lb.ocp4.example.com."}
+	b.ReportAllocs()
+	for b.Loop() {
+		buildIndex(svcs, domains)
+	}
+}

@@ -168,20 +168,20 @@ func (l *LBServices) publish(svcs []cluster.Service) {
 	refusedHostnames.WithLabelValues(zones).Set(float64(len(ix.refused)))
 	for _, f := range ix.refused {
 		if reported.report(f) {
-			log.Warningf("Service %s: hostname %q not served: %s", f.service, f.hostname, f.reason)
+			log.Warningf("Service %s: hostname %q not served: %s", f.Service, f.Hostname, f.Reason)
 		}
 	}
 }
 
 // reported logs each refusal once per process, not at every change.
-var reported = &onceSet{seen: map[refusal]bool{}}
+var reported = &onceSet{seen: map[cluster.HostnameRefusal]bool{}}
 
 type onceSet struct {
 	mu   sync.Mutex
-	seen map[refusal]bool
+	seen map[cluster.HostnameRefusal]bool
 }
 
-func (o *onceSet) report(f refusal) bool {
+func (o *onceSet) report(f cluster.HostnameRefusal) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.seen[f] {

@@ -197,7 +197,7 @@ func TestIndexHostnames(t *testing.T) {
 		name    string
 		svcs    []cluster.Service
 		served  map[string]string // relative name → first address
-		refused []refusal
+		refused []cluster.HostnameRefusal
 	}{
 		{
 			name:   "a hostname beside the standard name",
@@ -213,31 +213,31 @@ func TestIndexHostnames(t *testing.T) {
 			name:    "another namespace's SERVICE.NAMESPACE name",
 			svcs:    []cluster.Service{svc("bank", "db", "", "192.0.2.1"), svc("shop", "web", "db.bank", "192.0.2.2")},
 			served:  map[string]string{"db.bank": "192.0.2.1", "web.shop": "192.0.2.2"},
-			refused: []refusal{{"shop/web", "db.bank", "it is a SERVICE.NAMESPACE name"}},
+			refused: []cluster.HostnameRefusal{{Service: "shop/web", Hostname: "db.bank", Reason: "it is a SERVICE.NAMESPACE name"}},
 		},
 		{
 			name:    "below another namespace, not its Service's name",
 			svcs:    []cluster.Service{svc("bank", "db", "", "192.0.2.1"), svc("shop", "web", "www.bank", "192.0.2.2")},
 			served:  map[string]string{"db.bank": "192.0.2.1", "web.shop": "192.0.2.2"},
-			refused: []refusal{{"shop/web", "www.bank", "it is below namespace bank"}},
+			refused: []cluster.HostnameRefusal{{Service: "shop/web", Hostname: "www.bank", Reason: "it is below namespace bank"}},
 		},
 		{
 			name:    "another namespace's label itself",
 			svcs:    []cluster.Service{svc("bank", "db", "", "192.0.2.1"), svc("shop", "web", "bank", "192.0.2.2")},
 			served:  map[string]string{"db.bank": "192.0.2.1", "web.shop": "192.0.2.2"},
-			refused: []refusal{{"shop/web", "bank", "it is below namespace bank"}},
+			refused: []cluster.HostnameRefusal{{Service: "shop/web", Hostname: "bank", Reason: "it is below namespace bank"}},
 		},
 		{
 			name:    "the first Service by namespace/name keeps a hostname",
 			svcs:    []cluster.Service{svc("a", "one", "www", "192.0.2.1"), svc("b", "two", "www", "192.0.2.2")},
 			served:  map[string]string{"one.a": "192.0.2.1", "two.b": "192.0.2.2", "www": "192.0.2.1"},
-			refused: []refusal{{"b/two", "www", "Service a/one has it"}},
+			refused: []cluster.HostnameRefusal{{Service: "b/two", Hostname: "www", Reason: "Service a/one has it"}},
 		},
 		{
 			name:    "a SERVICE.NAMESPACE name of the same namespace is refused",
 			svcs:    []cluster.Service{svc("shop", "db", "", "192.0.2.1"), svc("shop", "web", "db.shop", "192.0.2.2")},
 			served:  map[string]string{"db.shop": "192.0.2.1", "web.shop": "192.0.2.2"},
-			refused: []refusal{{"shop/web", "db.shop", "it is a SERVICE.NAMESPACE name"}},
+			refused: []cluster.HostnameRefusal{{Service: "shop/web", Hostname: "db.shop", Reason: "it is a SERVICE.NAMESPACE name"}},
 		},
 	}
 	for _, c := range cases {

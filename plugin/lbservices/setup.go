@@ -9,6 +9,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/infradns/infradns/internal/authority"
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/directive"
 	"github.com/infradns/infradns/internal/dnsname"
 
@@ -18,7 +19,7 @@ import (
 const pluginName = "lbservices"
 
 // defaultLabel puts the names at SERVICE.NAMESPACE.lb.<cluster domain>.
-const defaultLabel = "lb"
+const defaultLabel = cluster.ServiceNamesLabel
 
 var log = clog.NewWithPlugin(pluginName)
 

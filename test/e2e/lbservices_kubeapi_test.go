@@ -83,15 +83,7 @@ func TestLBServicesKubeAPI(t *testing.T) {
 
 	wait := func(began time.Time, qname string, qtype uint16, want string) time.Duration {
 		t.Helper()
-		var last string
-		if err := lab.Poll(ctx, 10*time.Second, time.Millisecond, func() error {
-			if last = mnkQuery(server, qname, qtype); last != want {
-				return fmt.Errorf("%q", last)
-			}
-			return nil
-		}); err != nil {
-			t.Fatalf("%s %s: want %q: %v", qname, dns.TypeToString[qtype], want, err)
-		}
+		mnkWait(t, ctx, server, qname, qtype, want, 10*time.Second)
 		return time.Since(began)
 	}
 	// allocate writes the addresses as a load-balancer controller does.
@@ -208,6 +200,21 @@ func TestLBServicesKubeAPI(t *testing.T) {
 		t.Error(err)
 	}
 
+	// What an operator sees: `infradns status -services`, the same names.
+	st, err := exec.CommandContext(ctx, lab.Binary(t, "infradns"), "status", "-kubeconfig", c.Kubeconfig,
+		"-services", "-domain", strings.TrimSuffix(lbsZone, "."), "-o", "json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("infradns status -services: %v\n%s", err, st)
+	}
+	for _, w := range []string{`"service": "bank/db"`, `"db.bank.lb.ocp4.example.com"`, `"ledger.lb.ocp4.example.com"`, `"2001:db8::30"`, `"service": "shop/web-7"`} {
+		if !strings.Contains(string(st), w) {
+			t.Errorf("infradns status -services lacks %s:\n%s", w, st)
+		}
+	}
+	if strings.Contains(string(st), "web-1.shop") {
+		t.Errorf("infradns status -services lists the deleted web-1:\n%s", st)
+	}
+
 	// An API outage keeps every name.
 	want := map[string]string{name("web-5", "shop"): "NOERROR 192.0.2.15", name("db", "bank"): "NOERROR 192.0.2.30", name("web-1", "shop"): "NXDOMAIN"}
 	c.Stop()
@@ -233,22 +240,8 @@ func TestLBServicesKubeAPI(t *testing.T) {
 	}
 	began = time.Now()
 	allocate(back, "192.0.2.99")
-	lbsWait(t, ctx, server, name("after", "shop"), "NOERROR 192.0.2.99", 30*time.Second)
+	mnkWait(t, ctx, server, name("after", "shop"), dns.TypeA, "NOERROR 192.0.2.99", 30*time.Second)
 	t.Logf("measure: after the outage, address written → A answered %v", time.Since(began).Round(time.Millisecond))
-}
-
-// lbsWait polls name's A answer until it is want, at most within.
-func lbsWait(t *testing.T, ctx context.Context, server, name, want string, within time.Duration) {
-	t.Helper()
-	var last string
-	if err := lab.Poll(ctx, within, 5*time.Millisecond, func() error {
-		if last = mnkQuery(server, name, dns.TypeA); last != want {
-			return fmt.Errorf("%q", last)
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("%s: want %q: %v", name, want, err)
-	}
 }
 
 // lbsService is a Service of type LoadBalancer with one TCP port, as a

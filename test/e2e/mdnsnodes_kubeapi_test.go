@@ -87,15 +87,7 @@ func TestMDNSNodesKubeAPI(t *testing.T) {
 	// since began.
 	wait := func(began time.Time, name string, qtype uint16, want string) time.Duration {
 		t.Helper()
-		var last string
-		if err := lab.Poll(ctx, 10*time.Second, time.Millisecond, func() error {
-			if last = mnkQuery(server, name, qtype); last != want {
-				return fmt.Errorf("%q", last)
-			}
-			return nil
-		}); err != nil {
-			t.Fatalf("%s %s: want %q: %v", name, dns.TypeToString[qtype], want, err)
-		}
+		mnkWait(t, ctx, server, name, qtype, want, 10*time.Second)
 		return time.Since(began)
 	}
 	const n = 8
@@ -252,6 +244,21 @@ func mnkNode(name string, internal ...string) *corev1.Node {
 	}
 	n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: name})
 	return n
+}
+
+// mnkWait polls server every millisecond until name's answer of qtype is
+// exactly want (mnkQuery's form), failing the test after within.
+func mnkWait(t *testing.T, ctx context.Context, server, name string, qtype uint16, want string, within time.Duration) {
+	t.Helper()
+	var last string
+	if err := lab.Poll(ctx, within, time.Millisecond, func() error {
+		if last = mnkQuery(server, name, qtype); last != want {
+			return fmt.Errorf("%q", last)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%s %s: want %q: %v", name, dns.TypeToString[qtype], want, err)
+	}
 }
 
 // mnkQuery asks server over UDP and returns the answer in short form:

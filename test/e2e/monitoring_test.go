@@ -52,6 +52,10 @@ func TestMonitoringMetricsExist(t *testing.T) {
     appswildcard 192.0.2.10 {
         zone ocp4.example.com
     }
+    lbservices {
+        zone ocp4.example.com
+        kubeconfig %s
+    }
     mdnsnodes {
         zone ocp4.example.com
         interface lo
@@ -77,7 +81,7 @@ func TestMonitoringMetricsExist(t *testing.T) {
     }
     whoami
 }
-`, dnsPort, dnsProm, c.Kubeconfig, dnsPort, lbProm, c.Kubeconfig, filepath.Join(dir, "keepalived.conf"), filepath.Join(dir, "haproxy.cfg"), dir)
+`, dnsPort, dnsProm, c.Kubeconfig, c.Kubeconfig, dnsPort, lbProm, c.Kubeconfig, filepath.Join(dir, "keepalived.conf"), filepath.Join(dir, "haproxy.cfg"), dir)
 	core := startHostCoreDNS(t, dir, conf)
 
 	pub := exec.Command(lab.Binary(t, "mdns-publisher"), "-interface", "lo", "-hostname", "metrics-test", "-cluster", "ocp4",
@@ -94,7 +98,7 @@ func TestMonitoringMetricsExist(t *testing.T) {
 		if gone, err := core.Exited(); gone {
 			t.Fatalf("coredns exited: %v", err)
 		}
-		for _, q := range []string{"api.ocp4.example.com.", "x.apps.ocp4.example.com."} {
+		for _, q := range []string{"api.ocp4.example.com.", "x.apps.ocp4.example.com.", "web.shop.lb.ocp4.example.com."} {
 			mnkQuery(server, q, dns.TypeA)
 		}
 		if a := mnkQuery(server, "master-0.ocp4.example.com.", dns.TypeA); a != "NOERROR 198.51.100.11" {

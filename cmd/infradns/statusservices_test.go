@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/infradns/infradns/internal/cluster"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func statusService(ns, name string, typ corev1.ServiceType, hostname string, ips ...string) corev1.Service {
+	s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Type: typ}}
+	if hostname != "" {
+		s.Annotations = map[string]string{cluster.AnnotationHostname: hostname}
+	}
+	for _, ip := range ips {
+		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	return s
+}
+
+// TestServiceRows: `infradns status -services` lists exactly the names
+// lbservices answers (cluster.ServiceNames), pending Services without any,
+// and a refused hostname with its reason; ClusterIP Services not at all.
+func TestServiceRows(t *testing.T) {
+	lb := corev1.ServiceTypeLoadBalancer
+	list := []corev1.Service{
+		statusService("shop", "web", lb, "store", "2001:db8::52", "192.0.2.52"),
+		statusService("bank", "db", lb, "", "192.0.2.1"),
+		statusService("shop", "cart", lb, "db.bank", "192.0.2.2"),
+		statusService("shop", "pending", lb, "soon"),
+		statusService("shop", "internal", corev1.ServiceTypeClusterIP, "", "192.0.2.9"),
+	}
+	rows := serviceRows(list, "lb", "ocp4.example.com.")
+	var out bytes.Buffer
+	if err := printServices(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := `SERVICE       ADDRESSES                NAMES
+bank/db       192.0.2.1                db.bank.lb.ocp4.example.com
+shop/cart     192.0.2.2                cart.shop.lb.ocp4.example.com (hostname db.bank: it is a SERVICE.NAMESPACE name)
+shop/pending  <pending>                -
+shop/web      192.0.2.52,2001:db8::52  web.shop.lb.ocp4.example.com,store.lb.ocp4.example.com
+`
+	if got := out.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	var empty bytes.Buffer
+	if err := printServices(&empty, serviceRows(nil, "lb", "ocp4.example.com.")); err != nil || !strings.HasPrefix(empty.String(), "SERVICE") {
+		t.Errorf("no Service: %q, %v; want the header", empty.String(), err)
+	}
+}
