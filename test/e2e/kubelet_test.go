@@ -409,6 +409,7 @@ kubeconfig: /etc/kubernetes/infradns/kubeconfig
 apiServers: [%s]
 upstreams: [198.51.100.53]
 listen: [%s, lo]
+lbServiceNames: true
 `, klCluster, domain, klAPIVIP, lab.Host4(131), lab.Iface, image, apiHostPort, lab.Iface)
 	}
 	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
@@ -493,6 +494,9 @@ listen: [%s, lo]
 		}
 		waitA(ctx, t, from.n, bootSiteName, bootSiteAddr)
 	}
+	// lbServiceNames: a Service of type LoadBalancer, its address written
+	// as MetalLB writes it, is named by every node's DNS pod.
+	klServiceName(ctx, t, kube, nodes)
 	holder := klOneHolder(ctx, t, nodes, kube)
 	t.Logf("API VIP on %s, the real kube-apiserver served through haproxy", holder.n.Name)
 	klVIPAnswers(ctx, t, l.Client(), holder, false)
@@ -628,6 +632,29 @@ listen: [%s, lo]
 // a VIP that came to that interface after the resolver started (keepalived
 // takes it after its resolver is up, or it moved) was never answered on by
 // CoreDNS's own bind. added says the VIP must have come after the start.
+// klServiceName gives a Service of type LoadBalancer an address and waits
+// until every node answers SERVICE.NAMESPACE.lb.<domain> with it.
+func klServiceName(ctx context.Context, t *testing.T, kube *kubetest.Cluster, nodes []*klNode) {
+	t.Helper()
+	if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := kube.Client.CoreV1().Services("shop").Create(ctx, lbsService("web", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const addr = "203.0.113.80"
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: addr}}
+	if _, err := kube.Client.CoreV1().Services("shop").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	for _, k := range nodes {
+		waitA(ctx, t, k.n, "web.shop.lb."+domain, addr)
+	}
+	t.Logf("lbServiceNames: web.shop.lb.%s answered by every node's DNS pod %v after its address was written", domain, time.Since(written).Round(time.Millisecond))
+}
+
 func klVIPAnswers(ctx context.Context, t *testing.T, client *lab.Node, holder *klNode, added bool) {
 	t.Helper()
 	v := runVerify(ctx, t, client, klAPIVIP, 53, klAPIVIP.String(), lab.Host4(131).String())
