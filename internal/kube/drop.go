@@ -26,29 +26,43 @@ const (
 
 const maxSeen = 1024
 
+// Once tells whether a value is new: a value reported after every change
+// (a bad value the API keeps sending, a refused name) is then logged once.
+// It holds at most 1024 values; past that it starts over, so a source of
+// ever new values is reported again rather than grows it. The zero value
+// is ready; safe for concurrent use.
+type Once[T comparable] struct {
+	mu   sync.Mutex
+	seen map[T]bool
+}
+
+// First reports whether v was not seen before, and remembers it.
+func (o *Once[T]) First(v T) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen[v] {
+		return false
+	}
+	if o.seen == nil || len(o.seen) >= maxSeen {
+		o.seen = map[T]bool{}
+	}
+	o.seen[v] = true
+	return true
+}
+
 // dropper reports each distinct drop once: a snapshot is taken after every
 // change in the cluster, and a bad value would otherwise be reported again
 // with each one.
 // Each Node watch reports from its own goroutine.
 type dropper struct {
 	report func(Drop)
-	mu     sync.Mutex
-	seen   map[Drop]bool
+	once   Once[Drop]
 }
 
 func (d *dropper) add(x Drop) {
-	if d == nil {
+	if d == nil || !d.once.First(x) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.seen[x] {
-		return
-	}
-	if len(d.seen) >= maxSeen {
-		clear(d.seen) // an API sending ever new bad values: report again rather than grow
-	}
-	d.seen[x] = true
 	if d.report != nil {
 		d.report(x)
 	}

@@ -169,7 +169,7 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 	// The reflectors stop before Run returns: no goroutine outlives a reload.
 	defer wg.Wait()
 	defer stop()
-	drops := &dropper{report: w.opts.Dropped, seen: map[Drop]bool{}}
+	drops := &dropper{report: w.opts.Dropped}
 	nodes := &nodeWatches{w: w, ctx: runCtx, wg: &wg, changed: enqueue, drop: drops.add, running: map[NodeSelector]*nodeWatch{}}
 	l := listers{nodes: nodes, drops: drops}
 	var synced []cache.InformerSynced

@@ -73,7 +73,7 @@ func (w *ServiceWatcher) Run(ctx context.Context, h ServiceHandler) {
 		default:
 		}
 	}
-	drops := &dropper{report: w.opts.Dropped, seen: map[Drop]bool{}}
+	drops := &dropper{report: w.opts.Dropped}
 	store := newServiceStore(changed, drops.add)
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup

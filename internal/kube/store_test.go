@@ -155,3 +155,17 @@ func TestReconnectBackoffCapped(t *testing.T) {
 		t.Errorf("longest delay %v after 100 failures, want within [%v, %v]", worst, b.Cap, limit)
 	}
 }
+
+// TestOnce: each value is new once; past maxSeen values it starts over.
+func TestOnce(t *testing.T) {
+	var o Once[string]
+	if !o.First("a") || o.First("a") || !o.First("b") {
+		t.Fatal("a: new, then seen; b: new")
+	}
+	for i := range maxSeen {
+		o.First(string(rune('c' + i)))
+	}
+	if !o.First("a") {
+		t.Error("a after more than maxSeen values: want it reported again, not remembered for ever")
+	}
+}

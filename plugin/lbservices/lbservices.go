@@ -167,32 +167,14 @@ func (l *LBServices) publish(svcs []cluster.Service) {
 	services.WithLabelValues(zones).Set(float64(len(svcs)))
 	refusedHostnames.WithLabelValues(zones).Set(float64(len(ix.refused)))
 	for _, f := range ix.refused {
-		if reported.report(f) {
+		if reported.First(f) {
 			log.Warningf("Service %s: hostname %q not served: %s", f.Service, f.Hostname, f.Reason)
 		}
 	}
 }
 
 // reported logs each refusal once per process, not at every change.
-var reported = &onceSet{seen: map[cluster.HostnameRefusal]bool{}}
-
-type onceSet struct {
-	mu   sync.Mutex
-	seen map[cluster.HostnameRefusal]bool
-}
-
-func (o *onceSet) report(f cluster.HostnameRefusal) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.seen[f] {
-		return false
-	}
-	if len(o.seen) >= 1024 {
-		clear(o.seen)
-	}
-	o.seen[f] = true
-	return true
-}
+var reported kube.Once[cluster.HostnameRefusal]
 
 // lastList hands the last Service list (per kubeconfig) from an instance
 // to the one that replaces it at a reload: during an API outage the new one
