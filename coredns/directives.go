@@ -53,7 +53,7 @@ func withInfradns(stock []string) ([]string, error) {
 // configuration); queries pass them untouched. They go right after
 // companionAfter, away from the data plugins whose order matters.
 var (
-	companionDirectives = []string{"lbconfig"}
+	companionDirectives = []string{"lbconfig", "lbpools"}
 	companionAfter      = "ready"
 )
 

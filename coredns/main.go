@@ -39,6 +39,7 @@ import (
 	// CoreDNS's bind, same syntax, for addresses added while it runs.
 	_ "github.com/infradns/infradns/plugin/bind"
 	_ "github.com/infradns/infradns/plugin/lbconfig"
+	_ "github.com/infradns/infradns/plugin/lbpools"
 	_ "github.com/infradns/infradns/plugin/lbservices"
 	_ "github.com/infradns/infradns/plugin/mdnsnodes"
 

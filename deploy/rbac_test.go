@@ -148,6 +148,13 @@ func wantGrants(ingressNS string) []string {
 			u+" "+statusLeaseNS+" coordination.k8s.io/leases/* update []",
 		)
 	}
+	u := "User:" + rbacUser
+	out = append(out,
+		u+" * /services/status/* patch []",
+		u+" * /events/* create []",
+		u+" "+statusLeaseNS+" /configmaps/* list []",
+		u+" "+statusLeaseNS+" /configmaps/* watch []",
+	)
 	slices.Sort(out)
 	return out
 }
@@ -281,13 +288,18 @@ func TestRBACWorkerPolicy(t *testing.T) {
 	if len(p.Spec.MatchConditions) != 1 || p.Spec.MatchConditions[0].Expression != "request.userInfo.username == '"+rbacWorkerUser+"'" {
 		t.Errorf("matchConditions %+v: want the user %s alone", p.Spec.MatchConditions, rbacWorkerUser)
 	}
-	if len(p.Spec.Validations) != 1 {
-		t.Fatalf("validations %+v: want one", p.Spec.Validations)
+	if len(p.Spec.Validations) != 2 {
+		t.Fatalf("validations %+v: want two (the API VIP's status Leases, lbpools' Lease)", p.Spec.Validations)
+	}
+	for _, v := range p.Spec.Validations {
+		if v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden {
+			t.Errorf("%s: reason %v: want Forbidden (403)", v.Expression, v.Reason)
+		}
+	}
+	if got, want := p.Spec.Validations[1].Expression, "object.metadata.name != '"+kube.AllocatorLease+"'"; got != want {
+		t.Errorf("second validation %q, want %q (lbpools' default Lease)", got, want)
 	}
 	v := p.Spec.Validations[0]
-	if v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden {
-		t.Errorf("reason %v: want Forbidden (403)", v.Reason)
-	}
 	// The expression's suffixes, read back, against lbconfig's names.
 	var suffixes []string
 	for _, m := range regexp.MustCompile(`endsWith\('([^']*)'\)`).FindAllStringSubmatch(v.Expression, -1) {

@@ -23,6 +23,10 @@ type Service struct {
 // names live under by default: SERVICE.NAMESPACE.lb.<domain>.
 const ServiceNamesLabel = "lb"
 
+// LoadBalancerClass is the spec.loadBalancerClass of the Services whose
+// addresses infradns allocates (lbpools).
+const LoadBalancerClass = "infradns.io/lb"
+
 // AnnotationHostname asks for a name besides SERVICE.NAMESPACE: its value,
 // one or more host-name labels, below the same domain.
 const AnnotationHostname = "infradns.io/hostname"

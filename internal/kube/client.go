@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -37,6 +38,13 @@ type Client interface {
 	Services() cache.ListerWatcher
 	// Leases reads and writes the Leases of namespace.
 	Leases(namespace string) LeaseClient
+	// ConfigMap lists and watches the ConfigMap namespace/name.
+	ConfigMap(namespace, name string) cache.ListerWatcher
+	// PatchServiceStatus applies a JSON merge patch to a Service's status:
+	// the allocator's write of its addresses.
+	PatchServiceStatus(ctx context.Context, namespace, name string, patch []byte) error
+	// CreateEvent records an Event.
+	CreateEvent(ctx context.Context, ev *corev1.Event) error
 }
 
 // LeaseClient is what HolderLease needs of coordination/v1 Leases.
@@ -121,6 +129,18 @@ func (c *restClient) Services() cache.ListerWatcher {
 	return listWatch(c.core, "services", "", "", "", func() runtime.Object { return &corev1.ServiceList{} })
 }
 
+func (c *restClient) ConfigMap(namespace, name string) cache.ListerWatcher {
+	return listWatch(c.core, "configmaps", namespace, "", "metadata.name="+name, func() runtime.Object { return &corev1.ConfigMapList{} })
+}
+
+func (c *restClient) PatchServiceStatus(ctx context.Context, namespace, name string, patch []byte) error {
+	return c.core.Patch(types.MergePatchType).Namespace(namespace).Resource("services").Name(name).SubResource("status").Body(patch).Do(ctx).Error()
+}
+
+func (c *restClient) CreateEvent(ctx context.Context, ev *corev1.Event) error {
+	return c.core.Post().Namespace(ev.Namespace).Resource("events").Body(ev).Do(ctx).Error()
+}
+
 func listWatch(rc rest.Interface, resource, namespace, labelSelector, fieldSelector string, newList func() runtime.Object) cache.ListerWatcher {
 	with := func(o *metav1.ListOptions) {
 		if labelSelector != "" {
@@ -198,5 +218,11 @@ func kubeconfigConfig(path, userAgent string) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	rc.UserAgent = userAgent
+	// client-go's default of 5 requests a second (burst 10) is a reader's:
+	// lbpools writes a status and an event per Service, and at 5/s a
+	// burst of 100 new Services waited 38.5 s for its last address (39 ms
+	// for the first). kube-controller-manager's own client allows more;
+	// watches are not counted.
+	rc.QPS, rc.Burst = 50, 100
 	return rc, nil
 }

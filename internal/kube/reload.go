@@ -14,6 +14,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -239,6 +240,18 @@ func (r *Reloading) EndpointSlices(namespace, labelSelector string) cache.Lister
 
 func (r *Reloading) Services() cache.ListerWatcher {
 	return r.listWatch(func(c Client) cache.ListerWatcher { return c.Services() })
+}
+
+func (r *Reloading) ConfigMap(namespace, name string) cache.ListerWatcher {
+	return r.listWatch(func(c Client) cache.ListerWatcher { return c.ConfigMap(namespace, name) })
+}
+
+func (r *Reloading) PatchServiceStatus(ctx context.Context, namespace, name string, patch []byte) error {
+	return r.cur.Load().client.PatchServiceStatus(ctx, namespace, name, patch)
+}
+
+func (r *Reloading) CreateEvent(ctx context.Context, ev *corev1.Event) error {
+	return r.cur.Load().client.CreateEvent(ctx, ev)
 }
 
 // listWatch asks the current client at each call: a reflector keeps its

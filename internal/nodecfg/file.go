@@ -84,6 +84,10 @@ type File struct {
 	// SERVICE.NAMESPACE.lb.<domain> for every Service of type LoadBalancer,
 	// read with the DNS pod's kubeconfig.
 	LBServiceNames bool
+	// LBPools runs lbpools in the control-plane nodes' lbconfig pods:
+	// "class" allocates for Services of class infradns.io/lb, "default"
+	// for those with no class too; "" or "false": not at all.
+	LBPools string
 	// MetricsAddress is where the metrics endpoints listen (loopback when
 	// not set).
 	MetricsAddress netip.Addr
@@ -144,6 +148,7 @@ var keys = map[string]key{
 	"ingressHealthURL": {"an http(s) URL or none", str(func(f *File) *string { return &f.IngressHealthURL })},
 	"nodesService":     {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
 	"lbServiceNames":   {"true or false", boolean(func(f *File) *bool { return &f.LBServiceNames })},
+	"lbPools":          {"class, default or false", str(func(f *File) *string { return &f.LBPools })},
 	"reverseZones":     {"a list of CIDRs such as 192.0.2.0/24", prefixes(func(f *File) *[]netip.Prefix { return &f.ReverseZones })},
 	"metricsAddress":   {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
 	"vipMode":          {"vrrp or bgp", str(func(f *File) *string { return &f.VIPMode })},

@@ -422,6 +422,38 @@ func TestStatusLeasesDefault(t *testing.T) {
 	}
 }
 
+// TestLBPools: lbpools runs in the control-plane nodes' lbconfig pods
+// only, with lbconfig's kubeconfig (its identity: the host name, or the
+// cluster file's node) and the default option when asked.
+func TestLBPools(t *testing.T) {
+	const block = "    lbpools {\n        kubeconfig /etc/kubernetes/infradns/kubeconfig\n"
+	for _, tc := range []struct {
+		role, value string
+		want        string // "" for no lbpools
+	}{
+		{ControlPlane, "class", block + "    }\n}\n"},
+		{ControlPlane, "default", block + "        default\n    }\n}\n"},
+		{ControlPlane, "false", ""},
+		{ControlPlane, "", ""},
+		{Worker, "default", ""},
+		{Bootstrap, "default", ""},
+	} {
+		t.Run(tc.role+" "+tc.value, func(t *testing.T) {
+			f := exampleFile(t)
+			f.Role, f.LBPools = tc.role, tc.value
+			got := string(render(t, f)[LBCorefile].Data)
+			if tc.want == "" && strings.Contains(got, "lbpools") || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("want %q in:\n%s", tc.want, got)
+			}
+		})
+	}
+	f := exampleFile(t)
+	f.Role, f.LBPools = ControlPlane, "yes"
+	if _, err := f.Values(); err == nil || !strings.Contains(err.Error(), `lbPools: "yes": want class`) {
+		t.Errorf("lbPools yes: %v, want an error naming the key and the values", err)
+	}
+}
+
 // TestRunDirs: every pod mounts only the run directories it needs, each
 // written by one daemon: keepalived its pid files (lbconfig reads them to
 // signal it), haproxy its master socket (lbconfig connects to it), lbconfig

@@ -29,7 +29,10 @@ type Values struct {
 	IngressHealthURL                                       string
 	NodesService                                           string
 	// LBServiceNames renders lbservices (with DNSKubeconfig).
-	LBServiceNames                bool
+	LBServiceNames bool
+	// LBPools renders lbpools in lbconfig's Corefile (control-plane nodes,
+	// with Kubeconfig); LBPoolsDefault adds its default option.
+	LBPools, LBPoolsDefault       bool
 	ReverseZones                  []string // CIDRs
 	Unicast                       bool
 	VRRPVersion                   int
@@ -543,6 +546,19 @@ func (f File) namespaces(v *Values) error {
 	}
 	if f.LBServiceNames && f.Kubeconfig == "" && f.Role != Bootstrap {
 		return f.errorf([]string{"lbServiceNames"}, "needs kubeconfig: the names come from the Services of the API")
+	}
+	switch f.LBPools {
+	case "", "false":
+	case "class", "default":
+		if f.Kubeconfig == "" && f.Role != Bootstrap {
+			return f.errorf([]string{"lbPools"}, "needs kubeconfig: the pools and Services are read, and the addresses written, through the API")
+		}
+		// The control-plane nodes' lbconfig pods elect one writer;
+		// workers and the bootstrap node have no part in it.
+		v.LBPools = f.Role == ControlPlane && v.Kubeconfig != ""
+		v.LBPoolsDefault = f.LBPools == "default"
+	default:
+		return f.errorf([]string{"lbPools"}, "%q: want class (Services of class %s), default (and those with no class) or false", f.LBPools, cluster.LoadBalancerClass)
 	}
 	return nil
 }

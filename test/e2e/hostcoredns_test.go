@@ -18,6 +18,7 @@ import (
 // namespace), for the tests that need a real kube-apiserver but no network.
 type hostCoreDNS struct {
 	started time.Time
+	pid     int
 	exited  chan error // receives once; Exited puts it back
 }
 
@@ -43,6 +44,7 @@ func startHostCoreDNS(t *testing.T, dir, conf string) *hostCoreDNS {
 		logf.Close()
 		t.Fatal(err)
 	}
+	c.pid = cmd.Process.Pid
 	go func() { c.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -54,6 +56,9 @@ func startHostCoreDNS(t *testing.T, dir, conf string) *hostCoreDNS {
 	})
 	return c
 }
+
+// Signal sends sig to coredns.
+func (c *hostCoreDNS) Signal(sig syscall.Signal) error { return syscall.Kill(c.pid, sig) }
 
 // Exited reports whether coredns has exited, and how.
 func (c *hostCoreDNS) Exited() (bool, error) {

@@ -17,10 +17,12 @@ import (
 	"time"
 
 	"github.com/infradns/infradns/deploy/monitoring"
+	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/test/e2e/lab"
 
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -40,6 +42,16 @@ func TestMonitoringMetricsExist(t *testing.T) {
 		if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Pools, so lbpools (which reports only once it writes) has some.
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infradns"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.CoreV1().ConfigMaps("infradns").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: kube.PoolsConfigMap},
+		Data:       map[string]string{"pools.yaml": "pools: [{name: default, addresses: [192.0.2.100-192.0.2.199]}]\n"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	dnsPort, dnsProm, lbProm, pubProm := freeUDPPort(t), freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
@@ -79,9 +91,13 @@ func TestMonitoringMetricsExist(t *testing.T) {
         health-check ingress none
         track-dir %s
     }
+    lbpools {
+        kubeconfig %s
+        identity master-0
+    }
     whoami
 }
-`, dnsPort, dnsProm, c.Kubeconfig, c.Kubeconfig, dnsPort, lbProm, c.Kubeconfig, filepath.Join(dir, "keepalived.conf"), filepath.Join(dir, "haproxy.cfg"), dir)
+`, dnsPort, dnsProm, c.Kubeconfig, c.Kubeconfig, dnsPort, lbProm, c.Kubeconfig, filepath.Join(dir, "keepalived.conf"), filepath.Join(dir, "haproxy.cfg"), dir, c.Kubeconfig)
 	core := startHostCoreDNS(t, dir, conf)
 
 	pub := exec.Command(lab.Binary(t, "mdns-publisher"), "-interface", "lo", "-hostname", "metrics-test", "-cluster", "ocp4",

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -238,6 +239,30 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 		t.Errorf("the status Leases as written: %v", err)
 	}
 
+	// lbpools (control-plane nodes): a Service's status, an event, the
+	// pools' ConfigMaps, its Lease.
+	allowed("lbpools: write the addresses of Service apps/shop", func() error {
+		svc, err := admin.CoreV1().Services("apps").Get(ctx, "shop", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return client.PatchServiceStatus(ctx, "apps", "shop", kube.StatusPatch(svc.ResourceVersion, []netip.Addr{netip.MustParseAddr("192.0.2.80")}))
+	})
+	allowed("lbpools: an event on Service apps/shop", func() error {
+		return client.CreateEvent(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "shop.rbac", Namespace: "apps"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "apps", Name: "shop"},
+			Reason:         "IPAllocated", Message: "Assigned IP 192.0.2.80", Type: corev1.EventTypeNormal,
+		})
+	})
+	allowed("lbpools: list the ConfigMaps of "+rbacStatusLeaseNS, func() error {
+		_, err := as.CoreV1().ConfigMaps(rbacStatusLeaseNS).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	allowed("lbpools: hold its Lease", func() error {
+		return hl.Renew(ctx, kube.AllocatorLease, "master-0", since)
+	})
+
 	// Denied, each with 403 Forbidden (not merely failing).
 	forbidden := func(what string, f func() error) {
 		t.Helper()
@@ -318,6 +343,14 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 	})
 	forbidden("list Secrets in "+rbacStatusLeaseNS, func() error {
 		_, err := as.CoreV1().Secrets(rbacStatusLeaseNS).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	forbidden("list ConfigMaps in kube-system", func() error {
+		_, err := as.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
+		return err
+	})
+	forbidden("patch a Service's spec (lbpools writes status only)", func() error {
+		_, err := as.CoreV1().Services("apps").Patch(ctx, "shop", types.MergePatchType, []byte(`{"spec":{"externalIPs":["203.0.113.9"]}}`), metav1.PatchOptions{})
 		return err
 	})
 
@@ -435,6 +468,14 @@ func workerIdentity(t *testing.T, ctx context.Context, c *kubetest.Cluster, dir 
 		_, err := as.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{})
 		return err
 	}())
+	// Workers never allocate: no Service status, and not lbpools' Lease
+	// (the admission policy, as for the API VIP's).
+	forbidden("write a Service's load-balancer addresses", client.PatchServiceStatus(ctx, "apps", "shop", []byte(`{"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.9"}]}}}`)))
+	if err := errors.Unwrap(hl.Renew(ctx, kube.AllocatorLease, "worker-0", since)); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "never allocates") {
+		t.Errorf("worker: take over lease %s: %v, want 403 Forbidden with the policy's message", kube.AllocatorLease, err)
+	} else {
+		t.Logf("worker 403 as it should: take over %s: %v", kube.AllocatorLease, err)
+	}
 
 	// The control plane's identity is not the worker's: the policy leaves
 	// it the API VIP's Leases.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -91,4 +92,39 @@ func (c clientset) Services() cache.ListerWatcher {
 
 func (c clientset) Leases(namespace string) kube.LeaseClient {
 	return c.cs.CoordinationV1().Leases(namespace)
+}
+
+// ConfigMap filters by name here: the fake clientset ignores field
+// selectors.
+func (c clientset) ConfigMap(namespace, name string) cache.ListerWatcher {
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			list, err := c.cs.CoreV1().ConfigMaps(namespace).List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			list.Items = slices.DeleteFunc(list.Items, func(cm corev1.ConfigMap) bool { return cm.Name != name })
+			return list, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := c.cs.CoreV1().ConfigMaps(namespace).Watch(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				cm, ok := e.Object.(*corev1.ConfigMap)
+				return e, !ok || cm.Name == name
+			}), nil
+		},
+	}, c.cs)
+}
+
+func (c clientset) PatchServiceStatus(ctx context.Context, namespace, name string, patch []byte) error {
+	_, err := c.cs.CoreV1().Services(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}
+
+func (c clientset) CreateEvent(ctx context.Context, ev *corev1.Event) error {
+	_, err := c.cs.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	return err
 }

@@ -1,0 +1,95 @@
+package lbpools
+
+import (
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/infradns/infradns/internal/lbpool"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	leaderVec = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "leader",
+		Help:      "1 while this instance allocates (holds the Lease), else 0.",
+	}, []string{})
+	configVec = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "config_valid",
+		Help:      "0 while the pools ConfigMap does not parse (the last valid pools stay in use), else 1.",
+	}, []string{})
+	poolSize = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "pool_addresses",
+		Help:      "Gauge of the addresses of each pool, by pool and family (capped at 2^53); set by the allocating instance.",
+	}, []string{"pool", "family"})
+	poolUsed = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "pool_addresses_used",
+		Help:      "Gauge of the addresses of each pool given to Services, by pool and family; set by the allocating instance.",
+	}, []string{"pool", "family"})
+	pendingVec = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "services_pending",
+		Help:      "Gauge of the Services of our class without all their addresses; set by the allocating instance.",
+	}, []string{})
+	orphanedVec = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "addresses_orphaned",
+		Help:      "Gauge of addresses Services keep though no pool of their namespace holds them any more; set by the allocating instance.",
+	}, []string{})
+	allocations = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "allocations_total",
+		Help:      "Counter of Service statuses written with new addresses.",
+	})
+	writeErrors = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "write_errors_total",
+		Help:      "Counter of Service status writes that failed (other than a conflict or a deleted Service, which are decided again).",
+	})
+	leader      = leaderVec.WithLabelValues()
+	configValid = configVec.WithLabelValues()
+	pending     = pendingVec.WithLabelValues()
+	orphaned    = orphanedVec.WithLabelValues()
+)
+
+func family(v6 bool) string {
+	if v6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+func (l *LBPools) metrics(cfg lbpool.Config, o outcome) {
+	poolSize.Reset()
+	poolUsed.Reset()
+	for i := range cfg.Pools {
+		p := &cfg.Pools[i]
+		for _, v6 := range []bool{false, true} {
+			if n := p.Size(v6); n > 0 {
+				poolSize.WithLabelValues(p.Name, family(v6)).Set(n)
+				poolUsed.WithLabelValues(p.Name, family(v6)).Set(float64(o.used[poolUse{p.Name, v6}]))
+			}
+		}
+	}
+	var np, no int
+	for _, v := range o.verdicts {
+		if v.result.Pending != "" {
+			np++
+		}
+		no += len(v.result.Orphaned)
+	}
+	pending.Set(float64(np))
+	orphaned.Set(float64(no))
+}
