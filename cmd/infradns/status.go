@@ -13,6 +13,7 @@ import (
 
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/nodecfg"
 
 	"github.com/miekg/dns"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -59,7 +60,7 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 	nodes := fs.Bool("nodes", false, "also ask every Node's metrics endpoints (the cluster file's metricsAddress must let them be reached)")
 	lbPort := fs.Int("lb-metrics-port", 9155, "the lbconfig pod's metrics port")
 	dnsPort := fs.Int("dns-metrics-port", 9153, "the DNS pod's metrics port")
-	services := fs.Bool("services", false, "also list the Services of type LoadBalancer: their addresses and the names lbservices answers (lbServiceNames)")
+	services := fs.Bool("services", false, "also list the Services of type LoadBalancer: their addresses, the names lbservices answers (lbServiceNames) and, with the pools of ConfigMap infradns/lb-pools (lbPools), why a Service is pending and what each pool has left")
 	domain := fs.String("domain", "", "with -services: the cluster domain the names are below (default: the cluster file's)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -90,15 +91,20 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("status: -cluster: %w", err)
 		}
 	}
-	if *services && *domain == "" {
-		if *file == "" {
-			return errors.New("status: -services needs the cluster domain: -f CLUSTER.yaml or -domain DOMAIN")
-		}
+	// Without the cluster file, lbpools is taken to serve its class only.
+	lbDefault := false
+	if *services && *file != "" {
 		f, err := readClusterFile(*file)
 		if err != nil {
 			return err
 		}
-		*domain = f.Domain
+		if *domain == "" {
+			*domain = f.Domain
+		}
+		lbDefault = f.LBPools == "default"
+	}
+	if *services && *domain == "" {
+		return errors.New("status: -services needs the cluster domain: -f CLUSTER.yaml or -domain DOMAIN")
 	}
 	if *services {
 		if err := cluster.CheckDomain(*domain); err != nil {
@@ -146,6 +152,7 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 		nodeRows = scrapeNodes(ctx, targets, *lbPort, *dnsPort, time.Now())
 	}
 	var svcRows []serviceRow
+	var poolRows []poolRow
 	if *services {
 		sl, err := cache.ToListerWithContext(client.Services()).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
@@ -156,8 +163,20 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("status: Services: unexpected %T", sl)
 		}
 		svcRows = serviceRows(list.Items, cluster.ServiceNamesLabel, dns.Fqdn(strings.ToLower(*domain)))
+		// The pools, when lbpools has some: why a Service is pending,
+		// what each pool has left. No ConfigMap (or no right to read
+		// it): the Services as they are.
+		cl, err := cache.ToListerWithContext(client.ConfigMap(nodecfg.DefaultStatusLeaseNamespace, kube.PoolsConfigMap)).ListWithContext(ctx, metav1.ListOptions{})
+		if cms, ok := cl.(*corev1.ConfigMapList); err == nil && ok && len(cms.Items) == 1 {
+			alloc, pools, err := allocation(list.Items, &cms.Items[0], lbDefault)
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			annotate(svcRows, alloc)
+			poolRows = pools
+		}
 	}
-	return printStatus(out, rows, nodeRows, svcRows, *format, time.Now())
+	return printStatus(out, rows, nodeRows, svcRows, poolRows, *format, time.Now())
 }
 
 // vipRows turns the Leases (and, with a model, the VIPs it defines) into
@@ -222,16 +241,19 @@ func groupKey(g string) string {
 }
 
 func printRows(out io.Writer, rows []vipRow, format string, now time.Time) error {
-	return printStatus(out, rows, nil, nil, format, now)
+	return printStatus(out, rows, nil, nil, nil, format, now)
 }
 
-func printStatus(out io.Writer, rows []vipRow, nodes []nodeRow, services []serviceRow, format string, now time.Time) error {
+func printStatus(out io.Writer, rows []vipRow, nodes []nodeRow, services []serviceRow, pools []poolRow, format string, now time.Time) error {
 	doc := map[string]any{"vips": rows}
 	if nodes != nil {
 		doc["nodes"] = nodes
 	}
 	if services != nil {
 		doc["services"] = services
+	}
+	if pools != nil {
+		doc["pools"] = pools
 	}
 	switch format {
 	case "json":
@@ -266,7 +288,13 @@ func printStatus(out io.Writer, rows []vipRow, nodes []nodeRow, services []servi
 	}
 	if services != nil {
 		fmt.Fprintln(out)
-		return printServices(out, services)
+		if err := printServices(out, services); err != nil {
+			return err
+		}
+	}
+	if pools != nil {
+		fmt.Fprintln(out)
+		return printPools(out, pools)
 	}
 	return nil
 }

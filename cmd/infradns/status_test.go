@@ -140,7 +140,7 @@ coredns_mdnsnodes_source_nodes{source="api",zones="ocp4.example.com."} 6
 		t.Errorf("unreachable node: %+v", dead)
 	}
 	var out bytes.Buffer
-	if err := printStatus(&out, nil, append(rows, dead), nil, "table", now); err != nil {
+	if err := printStatus(&out, nil, append(rows, dead), nil, nil, "table", now); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"master-0", "42s ago", "192.0.2.5", "5/6", "worker-9", "off/off", "metricsAddress"} {

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/lbpool"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -23,6 +25,64 @@ type serviceRow struct {
 	Names []string `json:"names,omitempty"`
 	// Refused is the hostname annotation not served, and why.
 	Refused string `json:"refusedHostname,omitempty"`
+	// Pending is why lbpools gives the Service no address (or not all);
+	// Orphaned the addresses it keeps that no pool of its namespace holds.
+	Pending  string   `json:"pending,omitempty"`
+	Orphaned []string `json:"orphaned,omitempty"`
+}
+
+// poolRow is one pool and family as `infradns status -services` prints it.
+type poolRow struct {
+	Pool   string  `json:"pool"`
+	Family string  `json:"family"`
+	Used   int     `json:"used"`
+	Size   float64 `json:"size"`
+}
+
+// allocation is what lbpools decides for list from the pools cm holds, as
+// the allocating node computes it (the same function, the same input): the
+// pending reasons and orphans of its Services, by namespace/name, and each
+// pool's use.
+func allocation(list []corev1.Service, cm *corev1.ConfigMap, isDefault bool) (map[string]lbpool.Result, []poolRow, error) {
+	cfg, err := lbpool.Parse([]byte(cm.Data[kube.PoolsKey]))
+	if err != nil {
+		return nil, nil, fmt.Errorf("ConfigMap %s/%s key %s:%v", cm.Namespace, cm.Name, kube.PoolsKey, err)
+	}
+	svcs := make([]*corev1.Service, len(list))
+	for i := range list {
+		svcs[i] = &list[i]
+	}
+	ours, claims := kube.Claims(svcs, kube.DefaultClass, isDefault)
+	res := lbpool.Allocate(cfg, claims)[:len(ours)]
+	out := make(map[string]lbpool.Result, len(ours))
+	for i, s := range ours {
+		out[s.Namespace+"/"+s.Name] = res[i]
+	}
+	used := lbpool.Used(cfg, res)
+	var pools []poolRow
+	for i := range cfg.Pools {
+		p := &cfg.Pools[i]
+		for _, v6 := range []bool{false, true} {
+			if n := p.Size(v6); n > 0 {
+				pools = append(pools, poolRow{Pool: p.Name, Family: map[bool]string{false: "IPv4", true: "IPv6"}[v6], Used: used[lbpool.Use{Pool: p.Name, V6: v6}], Size: n})
+			}
+		}
+	}
+	return out, pools, nil
+}
+
+// annotate adds the allocation's reasons to rows.
+func annotate(rows []serviceRow, alloc map[string]lbpool.Result) {
+	for i := range rows {
+		r, ok := alloc[rows[i].Service]
+		if !ok {
+			continue
+		}
+		rows[i].Pending = r.Pending
+		for _, a := range r.Orphaned {
+			rows[i].Orphaned = append(rows[i].Orphaned, a.String())
+		}
+	}
 }
 
 // serviceRows are the Services of type LoadBalancer of list, sorted by
@@ -76,10 +136,25 @@ func printServices(out io.Writer, rows []serviceRow) error {
 		if len(r.Addresses) == 0 {
 			addrs, names = "<pending>", "-"
 		}
+		if r.Pending != "" {
+			names += " (pending: " + r.Pending + ")"
+		}
+		if len(r.Orphaned) > 0 {
+			names += " (no pool holds " + strings.Join(r.Orphaned, ",") + " any more: kept)"
+		}
 		if r.Refused != "" {
 			names += " (hostname " + r.Refused + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Service, addrs, names)
+	}
+	return tw.Flush()
+}
+
+func printPools(out io.Writer, rows []poolRow) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POOL\tFAMILY\tUSED\tSIZE")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.Pool, r.Family, r.Used, strconv.FormatFloat(r.Size, 'f', -1, 64))
 	}
 	return tw.Flush()
 }

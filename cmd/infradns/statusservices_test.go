@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,5 +52,52 @@ shop/web      192.0.2.52,2001:db8::52  web.shop.lb.ocp4.example.com,store.lb.ocp
 	var empty bytes.Buffer
 	if err := printServices(&empty, serviceRows(nil, "lb", "ocp4.example.com.")); err != nil || !strings.HasPrefix(empty.String(), "SERVICE") {
 		t.Errorf("no Service: %q, %v; want the header", empty.String(), err)
+	}
+}
+
+// TestServiceRowsAllocation: with the pools ConfigMap, `status -services`
+// says why a Service of infradns' class is pending, which address a pool
+// no longer holds, and what each pool has left, as lbpools decides it.
+func TestServiceRowsAllocation(t *testing.T) {
+	lb := corev1.ServiceTypeLoadBalancer
+	class := kube.DefaultClass
+	ours := func(s corev1.Service) corev1.Service { s.Spec.LoadBalancerClass = &class; return s }
+	list := []corev1.Service{
+		ours(statusService("shop", "web", lb, "", "192.0.2.10")),
+		ours(statusService("shop", "old", lb, "", "10.0.0.1")),
+		ours(statusService("shop", "wants", lb, "")),
+		statusService("shop", "metallb", lb, ""),
+	}
+	list[2].Annotations = map[string]string{kube.AnnotationAddresses: "192.0.2.10"}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "infradns", Name: kube.PoolsConfigMap},
+		Data: map[string]string{kube.PoolsKey: "pools:\n- name: default\n  addresses: [192.0.2.10-192.0.2.12, 2001:db8::/126]\n"}}
+	alloc, pools, err := allocation(list, cm, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := serviceRows(list, "lb", "ocp4.example.com.")
+	annotate(rows, alloc)
+	var out bytes.Buffer
+	if err := printServices(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := printPools(&out, pools); err != nil {
+		t.Fatal(err)
+	}
+	want := `SERVICE       ADDRESSES   NAMES
+shop/metallb  <pending>   -
+shop/old      10.0.0.1    old.shop.lb.ocp4.example.com (no pool holds 10.0.0.1 any more: kept)
+shop/wants    <pending>   - (pending: requested 192.0.2.10 is taken by Service shop/web)
+shop/web      192.0.2.10  web.shop.lb.ocp4.example.com
+POOL     FAMILY  USED  SIZE
+default  IPv4    1     3
+default  IPv6    0     4
+`
+	if got := out.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	cm.Data[kube.PoolsKey] = "pools: [{name: x}]"
+	if _, _, err := allocation(list, cm, false); err == nil || !strings.Contains(err.Error(), `ConfigMap infradns/lb-pools key pools.yaml:1: pool "x": no addresses`) {
+		t.Errorf("a broken ConfigMap: %v", err)
 	}
 }

@@ -33,6 +33,8 @@ const (
 const (
 	PoolsConfigMap = "lb-pools"
 	AllocatorLease = "lb-allocator"
+	// PoolsKey is the ConfigMap's data key holding the pools.
+	PoolsKey = "pools.yaml"
 )
 
 // DefaultClass is the spec.loadBalancerClass of the Services infradns
@@ -100,6 +102,27 @@ func ToClaim(svc *corev1.Service) lbpool.Claim {
 	}
 	c.Current = statusAddrs(svc)
 	return c
+}
+
+// Claims are what the Services of class (and of none when isDefault) ask
+// of the pools, with ours the Services they are of, in the same order;
+// after them in claims come the Foreign claims of the other Services of type
+// LoadBalancer with an address: another allocator's (two tools given
+// overlapping ranges), whose addresses are never given to one of ours.
+func Claims(svcs []*corev1.Service, class string, isDefault bool) (ours []*corev1.Service, claims []lbpool.Claim) {
+	var foreign []lbpool.Claim
+	for _, svc := range svcs {
+		switch {
+		case Ours(svc, class, isDefault):
+			ours = append(ours, svc)
+			claims = append(claims, ToClaim(svc))
+		case svc.Spec.Type == corev1.ServiceTypeLoadBalancer:
+			if cur := statusAddrs(svc); len(cur) > 0 {
+				foreign = append(foreign, lbpool.Claim{Namespace: svc.Namespace, Name: svc.Name, Current: cur, Foreign: true})
+			}
+		}
+	}
+	return ours, append(claims, foreign...)
 }
 
 // statusAddrs are the IPs of svc's status.loadBalancer.ingress.

@@ -368,3 +368,25 @@ func sameSet(a, b []netip.Addr) bool {
 	slices.SortFunc(y, netip.Addr.Compare)
 	return slices.Equal(x, y)
 }
+
+// Use is how many addresses of a pool's family Services have.
+type Use struct {
+	Pool string
+	V6   bool
+}
+
+// Used counts the distinct addresses of res in each pool and family (an
+// address shared by Services counts once).
+func Used(cfg Config, res []Result) map[Use]int {
+	out := map[Use]int{}
+	seen := map[netip.Addr]bool{}
+	for _, r := range res {
+		for _, a := range r.Addrs {
+			if p := cfg.Of(a); p != nil && !seen[a] {
+				seen[a] = true
+				out[Use{p.Name, a.Is6()}]++
+			}
+		}
+	}
+	return out
+}

@@ -29,7 +29,7 @@ import (
 )
 
 // PoolsKey is the ConfigMap's data key holding the pools.
-const PoolsKey = "pools.yaml"
+const PoolsKey = kube.PoolsKey
 
 // LBPools is the lbpools plugin. It answers no query.
 type LBPools struct {

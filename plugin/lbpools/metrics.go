@@ -79,7 +79,7 @@ func (l *LBPools) metrics(cfg lbpool.Config, o outcome) {
 		for _, v6 := range []bool{false, true} {
 			if n := p.Size(v6); n > 0 {
 				poolSize.WithLabelValues(p.Name, family(v6)).Set(n)
-				poolUsed.WithLabelValues(p.Name, family(v6)).Set(float64(o.used[poolUse{p.Name, v6}]))
+				poolUsed.WithLabelValues(p.Name, family(v6)).Set(float64(o.used[lbpool.Use{Pool: p.Name, V6: v6}]))
 			}
 		}
 	}

@@ -26,61 +26,39 @@ type verdict struct {
 	result lbpool.Result
 }
 
-// poolUse counts the addresses in use of one pool and family.
-type poolUse struct {
-	pool string
-	v6   bool
-}
-
 // outcome is what one pass decides: the writes, and what is reported.
 type outcome struct {
 	writes   []write
 	verdicts []verdict
-	used     map[poolUse]int
+	used     map[lbpool.Use]int
 }
 
 // plan allocates for the Services of class (and of none when isDefault)
 // from cfg, and lists the statuses to write. Pure: the loop applies it.
 func plan(cfg lbpool.Config, svcs []*corev1.Service, class string, isDefault bool) outcome {
-	out := outcome{used: map[poolUse]int{}}
-	var ours []*corev1.Service
-	var claims, foreign []lbpool.Claim
+	out := outcome{}
+	ours, claims := kube.Claims(svcs, class, isDefault)
 	for _, svc := range svcs {
-		if kube.Ours(svc, class, isDefault) {
-			ours = append(ours, svc)
-			claims = append(claims, kube.ToClaim(svc))
-			continue
-		}
-		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-			// Another allocator's: what it holds is taken, even inside
-			// our pools (two tools given overlapping ranges).
-			if cur := kube.ToClaim(svc).Current; len(cur) > 0 {
-				foreign = append(foreign, lbpool.Claim{Namespace: svc.Namespace, Name: svc.Name, Current: cur, Foreign: true})
-			}
-			continue
-		}
 		// No longer a LoadBalancer (the type is the one thing that can
 		// change: a class is immutable): what we wrote goes, so the
 		// address is free and no stale name is served from it. An
 		// address outside the pools is another's and is left.
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			continue
+		}
 		cur := kube.ToClaim(svc).Current
 		if len(cur) > 0 && !slices.ContainsFunc(cur, func(a netip.Addr) bool { return cfg.Of(a) == nil }) {
 			out.writes = append(out.writes, write{svc: svc})
 		}
 	}
-	seen := map[netip.Addr]bool{}
-	for i, r := range lbpool.Allocate(cfg, append(claims, foreign...))[:len(claims)] {
+	res := lbpool.Allocate(cfg, claims)[:len(ours)]
+	for i, r := range res {
 		out.verdicts = append(out.verdicts, verdict{svc: ours[i], result: r})
 		if !sameAddrs(claims[i].Current, r.Addrs) || len(ours[i].Status.LoadBalancer.Ingress) != len(r.Addrs) {
 			out.writes = append(out.writes, write{svc: ours[i], addrs: r.Addrs, ours: true})
 		}
-		for _, a := range r.Addrs {
-			if p := cfg.Of(a); p != nil && !seen[a] {
-				seen[a] = true
-				out.used[poolUse{p.Name, a.Is6()}]++
-			}
-		}
 	}
+	out.used = lbpool.Used(cfg, res)
 	slices.SortFunc(out.writes, func(a, b write) int {
 		return strings.Compare(a.svc.Namespace+"/"+a.svc.Name, b.svc.Namespace+"/"+b.svc.Name)
 	})

@@ -71,7 +71,7 @@ func TestPlan(t *testing.T) {
 			if g := strings.Join(got, " "); g != tc.writes {
 				t.Errorf("writes %q, want %q", g, tc.writes)
 			}
-			if u := o.used[poolUse{"default", false}]; u != tc.used {
+			if u := o.used[lbpool.Use{Pool: "default"}]; u != tc.used {
 				t.Errorf("used %d, want %d", u, tc.used)
 			}
 		})

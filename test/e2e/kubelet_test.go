@@ -23,12 +23,14 @@ import (
 	"time"
 
 	"github.com/infradns/infradns/deploy/image"
+	infrakube "github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/internal/nodecfg"
 	"github.com/infradns/infradns/internal/vrrp"
 	"github.com/infradns/infradns/test/e2e/lab"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -410,6 +412,7 @@ apiServers: [%s]
 upstreams: [198.51.100.53]
 listen: [%s, lo]
 lbServiceNames: true
+lbPools: default
 `, klCluster, domain, klAPIVIP, lab.Host4(131), lab.Iface, image, apiHostPort, lab.Iface)
 	}
 	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
@@ -494,8 +497,9 @@ lbServiceNames: true
 		}
 		waitA(ctx, t, from.n, bootSiteName, bootSiteAddr)
 	}
-	// lbServiceNames: a Service of type LoadBalancer, its address written
-	// as MetalLB writes it, is named by every node's DNS pod.
+	// lbPools and lbServiceNames: a Service of type LoadBalancer gets an
+	// address from the control-plane nodes' lbpools and a name on every
+	// node's DNS pod.
 	klServiceName(ctx, t, kube, nodes)
 	holder := klOneHolder(ctx, t, nodes, kube)
 	t.Logf("API VIP on %s, the real kube-apiserver served through haproxy", holder.n.Name)
@@ -632,27 +636,36 @@ lbServiceNames: true
 // a VIP that came to that interface after the resolver started (keepalived
 // takes it after its resolver is up, or it moved) was never answered on by
 // CoreDNS's own bind. added says the VIP must have come after the start.
-// klServiceName gives a Service of type LoadBalancer an address and waits
-// until every node answers SERVICE.NAMESPACE.lb.<domain> with it.
+// klServiceName creates the address pools and a Service of type
+// LoadBalancer with no class (lbPools: default), and waits until every
+// node answers SERVICE.NAMESPACE.lb.<domain> with the address one of the
+// nodes' lbpools gave it, and names the writer.
 func klServiceName(ctx context.Context, t *testing.T, kube *kubetest.Cluster, nodes []*klNode) {
 	t.Helper()
-	if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{"shop", "infradns"} {
+		if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
-	svc, err := kube.Client.CoreV1().Services("shop").Create(ctx, lbsService("web", nil), metav1.CreateOptions{})
-	if err != nil {
+	if _, err := kube.Client.CoreV1().ConfigMaps("infradns").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: infrakube.PoolsConfigMap},
+		Data:       map[string]string{"pools.yaml": "pools:\n- name: default\n  addresses: [203.0.113.80-203.0.113.89]\n"},
+	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const addr = "203.0.113.80"
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: addr}}
-	if _, err := kube.Client.CoreV1().Services("shop").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+	created := time.Now()
+	if _, err := kube.Client.CoreV1().Services("shop").Create(ctx, lbsService("web", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	written := time.Now()
 	for _, k := range nodes {
 		waitA(ctx, t, k.n, "web.shop.lb."+domain, addr)
 	}
-	t.Logf("lbServiceNames: web.shop.lb.%s answered by every node's DNS pod %v after its address was written", domain, time.Since(written).Round(time.Millisecond))
+	writer := ""
+	if l, err := kube.Client.CoordinationV1().Leases("infradns").Get(ctx, infrakube.AllocatorLease, metav1.GetOptions{}); err == nil && l.Spec.HolderIdentity != nil {
+		writer = *l.Spec.HolderIdentity
+	}
+	t.Logf("lbPools: Service shop/web created → %s, allocated by %s, answered by every node's DNS pod %v later", addr, writer, time.Since(created).Round(time.Millisecond))
 }
 
 func klVIPAnswers(ctx context.Context, t *testing.T, client *lab.Node, holder *klNode, added bool) {

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -247,6 +249,26 @@ func TestLBPoolsKubeAPI(t *testing.T) {
 	create(lbpService("shop", "reuse-a", nil), "192.0.2.101")
 	create(lbpService("shop", "reuse-b", nil), "192.0.2.102")
 	mnkWait(t, ctx, server, "web-2.shop.lb."+lbsZone, dns.TypeA, "NXDOMAIN", 10*time.Second)
+
+	// What the operator's status shows: the pending reason, the address
+	// kept, the pools' use (as lbpools decides it, from the same input).
+	out, err := exec.CommandContext(ctx, lab.Binary(t, "infradns"), "status", "-services", "-domain", "ocp4.example.com", "-kubeconfig", c.Kubeconfig).CombinedOutput()
+	if err != nil {
+		t.Fatalf("infradns status -services: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"(pending: requested 203.0.113.7 is taken by Service shop/public)",
+		"web-7.shop.lb.ocp4.example.com (no pool holds 192.0.2.107 any more: kept)",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("infradns status -services lacks %q:\n%s", want, out)
+		}
+	}
+	// .100 to .111 (.101 and .102 given again), less .107, no longer in
+	// the pool: 11 of the 150 the shrunk pool holds.
+	if !regexp.MustCompile(`(?m)^default\s+IPv4\s+11\s+150$`).Match(out) {
+		t.Errorf("infradns status -services: want pool default IPv4 11 of 150 used:\n%s", out)
+	}
 
 	// The writer stopped: it releases the Lease, a peer writes next.
 	byID := func(id string) *member {
