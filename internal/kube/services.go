@@ -103,8 +103,10 @@ func (w *ServiceWatcher) Run(ctx context.Context, h ServiceHandler) {
 			default:
 			}
 		}
-		h(store.Services())
+		// Synced before the handler hears it: whoever the handler tells
+		// must find HasSynced true (a test saw it false in that window).
 		w.synced.Store(true)
+		h(store.Services())
 	}
 }
 

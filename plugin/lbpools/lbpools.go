@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 )
 
 // PoolsKey is the ConfigMap's data key holding the pools.
@@ -101,24 +100,15 @@ func (l *LBPools) run(ctx context.Context) {
 		default:
 		}
 	}
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { changed() },
-		UpdateFunc: func(any, any) { changed() },
-		DeleteFunc: func(any) { changed() },
-	}
 	// Every instance follows the Services and the pools, so one that
 	// becomes the writer allocates at once from what it already holds.
-	svcs, svcCtl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: client.Services(), ObjectType: &corev1.Service{}, Handler: handler, Transform: kube.TrimClaimService,
-	})
-	cms, cmCtl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: client.ConfigMap(l.poolsNS, l.poolsName), ObjectType: &corev1.ConfigMap{}, Handler: handler,
-	})
+	svcs := kube.NewMirror(changed, kube.TrimClaimService)
+	cms := kube.NewMirror(changed, nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { svcCtl.RunWithContext(ctx) })
-	wg.Go(func() { cmCtl.RunWithContext(ctx) })
-	synced := func() bool { return svcCtl.HasSynced() && cmCtl.HasSynced() }
+	wg.Go(func() { svcs.Run(ctx, "lbpools services", client.Services(), &corev1.Service{}) })
+	wg.Go(func() { cms.Run(ctx, "lbpools pools", client.ConfigMap(l.poolsNS, l.poolsName), &corev1.ConfigMap{}) })
+	synced := func() bool { return svcs.HasSynced() && cms.HasSynced() }
 
 	e := &kube.Elector{
 		Leases: client.Leases(l.leaseNS), Namespace: l.leaseNS, Name: l.leaseName, Identity: l.identity,

@@ -14,6 +14,7 @@ import (
 	"github.com/infradns/infradns/internal/kube/kubefake"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -128,5 +129,41 @@ func eventually(t *testing.T, what string, f func() error) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPoolsKeepLastValid: an edit that does not parse and a deleted
+// ConfigMap leave the last valid pools in use; before any, there are none.
+func TestPoolsKeepLastValid(t *testing.T) {
+	l := &LBPools{poolsNS: "infradns", poolsName: kube.PoolsConfigMap, class: kube.DefaultClass}
+	cm := func(text string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{Data: map[string]string{PoolsKey: text}}
+	}
+	names := func(c []string) string { return strings.Join(c, ",") }
+	for _, step := range []struct {
+		what  string
+		cm    *corev1.ConfigMap
+		pools string
+		valid float64
+	}{
+		{"no ConfigMap yet", nil, "", 1},
+		{"broken before any valid", cm("pools: [{name: a}]"), "", 0},
+		{"valid", cm("pools: [{name: a, addresses: [192.0.2.1]}]"), "a", 1},
+		{"broken edit", cm("pools: [{name: b, adresses: [192.0.2.2]}]"), "a", 0},
+		{"empty key", cm(""), "a", 0},
+		{"fixed", cm("pools: [{name: b, addresses: [192.0.2.2]}, {name: c, addresses: [192.0.2.3]}]"), "b,c", 1},
+		{"deleted", nil, "b,c", 1},
+	} {
+		cfg := l.pools(step.cm)
+		var got []string
+		for _, p := range cfg.Pools {
+			got = append(got, p.Name)
+		}
+		if names(got) != step.pools {
+			t.Errorf("%s: pools %q, want %q", step.what, names(got), step.pools)
+		}
+		if v := testutil.ToFloat64(configValid); v != step.valid {
+			t.Errorf("%s: config_valid %v, want %v", step.what, v, step.valid)
+		}
 	}
 }

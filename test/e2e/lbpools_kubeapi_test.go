@@ -336,6 +336,39 @@ func TestLBPoolsKubeAPI(t *testing.T) {
 		return nil
 	})
 	t.Logf("measure: 100 Services created in %v, all allocated %v after the first create", created.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+
+	// The API away for 10 s, longer than the Lease: the writer stops
+	// writing (it cannot renew) and a writer is elected again after. Not
+	// one address moves; the next Service is allocated.
+	all := func() map[string]string {
+		out := map[string]string{}
+		for _, ns := range []string{"shop", "bank"} {
+			list, err := c.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range list.Items {
+				var ips []string
+				for _, in := range s.Status.LoadBalancer.Ingress {
+					ips = append(ips, in.IP)
+				}
+				out[ns+"/"+s.Name] = strings.Join(ips, " ")
+			}
+		}
+		return out
+	}
+	before := all()
+	c.StopFor(10 * time.Second)
+	back := time.Now()
+	create(lbpService("shop", "after-outage", nil), "192.0.2.214") // the burst took .114 to .213
+	t.Logf("measure: API back → the next Service allocated after %v (writer %s)", time.Since(back).Round(time.Millisecond), holder())
+	after := all()
+	delete(after, "shop/after-outage")
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s across the API outage: %q, was %q", k, after[k], v)
+		}
+	}
 }
 
 // lbpService is a Service of type LoadBalancer of infradns' class.
