@@ -38,6 +38,11 @@ type Elector struct {
 	// observed holder changes ("" when none). It runs on Run's goroutine,
 	// in order: while it runs nothing is renewed, so it must not block.
 	OnHolder func(holder string)
+	// OnError, when set, hears each request on the Lease that failed for
+	// another reason than a lost race (a conflict, a Lease already
+	// created): the API unreachable, a 403. It runs on Run's goroutine
+	// too: it must not block.
+	OnError func(err error)
 
 	leading atomic.Bool
 }
@@ -226,6 +231,7 @@ func (c *campaign) renew(ctx context.Context, now time.Time) bool {
 		c.observe(out, time.Now())
 		return true
 	}
+	c.failed("renew", err)
 	return c.take(ctx)
 }
 
@@ -240,6 +246,7 @@ func (c *campaign) take(ctx context.Context) bool {
 	case apierrors.IsNotFound(err):
 		l = nil
 	case err != nil:
+		c.failed("read", err)
 		return false
 	}
 	c.observe(l, now)
@@ -256,11 +263,21 @@ func (c *campaign) take(ctx context.Context) bool {
 		out, err = c.e.Leases.Update(rctx, want, metav1.UpdateOptions{})
 	}
 	if err != nil {
+		c.failed("take", err)
 		return false
 	}
 	c.held = out
 	c.observe(out, time.Now())
 	return true
+}
+
+// failed reports a failed request on the Lease, unless it lost a race to a
+// peer's write: that is the election working.
+func (c *campaign) failed(what string, err error) {
+	if c.e.OnError == nil || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return
+	}
+	c.e.OnError(fmt.Errorf("%s Lease %s/%s: %w", what, c.e.Namespace, c.e.Name, err))
 }
 
 // release clears the holder of a Lease that still names this process, so
@@ -274,7 +291,11 @@ func (c *campaign) release(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, c.timeout)
 		l, err := c.e.Leases.Get(rctx, c.e.Name, metav1.GetOptions{})
 		cancel()
-		if err != nil || holderOf(l) != c.e.Identity {
+		if err != nil {
+			c.failed("release", err)
+			return
+		}
+		if holderOf(l) != c.e.Identity {
 			return
 		}
 		now := metav1.NewMicroTime(time.Now())
@@ -290,6 +311,7 @@ func (c *campaign) release(ctx context.Context) {
 			return
 		}
 		if !apierrors.IsConflict(err) {
+			c.failed("release", err)
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -331,6 +332,13 @@ func (f *failUpdates) Update(ctx context.Context, l *coordinationv1.Lease, o met
 func TestElectRenewFails(t *testing.T) {
 	leases := &failUpdates{LeaseClient: apiLeases(t)}
 	e := testElector(leases, "master-0")
+	var errs atomic.Int32
+	e.OnError = func(err error) {
+		if !strings.Contains(err.Error(), "Lease "+e.Namespace+"/"+electLease) {
+			t.Errorf("OnError: %v, want the Lease named", err)
+		}
+		errs.Add(1)
+	}
 	var (
 		terms, active, overlaps atomic.Int32
 		ended                   = make(chan struct{}, 2)
@@ -371,6 +379,9 @@ func TestElectRenewFails(t *testing.T) {
 	}
 	if overlaps.Load() > 0 {
 		t.Error("led again before the previous lead returned")
+	}
+	if errs.Load() == 0 {
+		t.Error("OnError never heard of the failed renewals")
 	}
 }
 

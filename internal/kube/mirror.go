@@ -23,7 +23,10 @@ type Mirror struct {
 
 // NewMirror returns an empty Mirror; transform may be nil.
 func NewMirror(changed func(), transform cache.TransformFunc) *Mirror {
-	return &Mirror{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), changed: changed, transform: transform}
+	if transform == nil {
+		transform = func(o any) (any, error) { return o, nil }
+	}
+	return &Mirror{Store: cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc), changed: changed, transform: transform}
 }
 
 // Run lists and watches lw into the Mirror until ctx ends.
@@ -35,16 +38,33 @@ func (m *Mirror) Run(ctx context.Context, name string, lw cache.ListerWatcher, o
 // HasSynced reports whether the first listing is in.
 func (m *Mirror) HasSynced() bool { return m.synced.Load() }
 
-// Transformer makes the reflector trim each object before it is stored.
-func (m *Mirror) Transformer() cache.TransformFunc { return m.transform }
+// The reflector applies a store's Transformer only to a streamed list
+// (watch-list), so every object is trimmed here, before it is stored; the
+// transform must accept an object it already trimmed.
 
-func (m *Mirror) Add(obj any) error    { return m.after(m.Store.Add(obj)) }
-func (m *Mirror) Update(obj any) error { return m.after(m.Store.Update(obj)) }
+func (m *Mirror) Add(obj any) error    { return m.put(obj, m.Store.Add) }
+func (m *Mirror) Update(obj any) error { return m.put(obj, m.Store.Update) }
 func (m *Mirror) Delete(obj any) error { return m.after(m.Store.Delete(obj)) }
+
+func (m *Mirror) put(obj any, store func(any) error) error {
+	t, err := m.transform(obj)
+	if err != nil {
+		return err
+	}
+	return m.after(store(t))
+}
 
 // Replace is a full listing: the first is the sync.
 func (m *Mirror) Replace(list []any, rv string) error {
-	err := m.Store.Replace(list, rv)
+	trimmed := make([]any, 0, len(list))
+	for _, o := range list {
+		t, err := m.transform(o)
+		if err != nil {
+			return err
+		}
+		trimmed = append(trimmed, t)
+	}
+	err := m.Store.Replace(trimmed, rv)
 	m.synced.Store(true)
 	return m.after(err)
 }

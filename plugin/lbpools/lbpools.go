@@ -49,6 +49,7 @@ type LBPools struct {
 	leading            atomic.Bool
 	lastCfg            *lbpool.Config // the last valid pools; loop only
 	lastCfgErr         string
+	written            map[string]written // this term's writes the watch has not returned yet
 	reported           kube.Once[string]
 }
 
@@ -110,24 +111,27 @@ func (l *LBPools) run(ctx context.Context) {
 	wg.Go(func() { cms.Run(ctx, "lbpools pools", client.ConfigMap(l.poolsNS, l.poolsName), &corev1.ConfigMap{}) })
 	synced := func() bool { return svcs.HasSynced() && cms.HasSynced() }
 
+	leader().Set(0)
 	e := &kube.Elector{
 		Leases: client.Leases(l.leaseNS), Namespace: l.leaseNS, Name: l.leaseName, Identity: l.identity,
 		Duration: l.leaseDuration, RenewDeadline: l.leaseDuration * 2 / 3, Retry: l.leaseDuration / 7,
 		OnHolder: func(h string) { log.Infof("allocating: %s", orNobody(h)) },
+		OnError:  leaseErrors(),
 	}
 	e.Run(ctx, func(ctx context.Context) {
 		l.leading.Store(true)
-		leader.Set(1)
+		leader().Set(1)
 		defer func() {
 			l.leading.Store(false)
-			leader.Set(0)
+			leader().Set(0)
 			// Only the writer reports the pools: a former writer's
 			// figures would go stale beside the new one's.
 			poolSize.Reset()
 			poolUsed.Reset()
-			pending.Set(0)
-			orphaned.Set(0)
+			pending().Set(0)
+			orphaned().Set(0)
 		}()
+		l.written = nil // a new term trusts only the watch
 		l.lead(ctx, client, kick, synced, func() ([]*corev1.Service, *corev1.ConfigMap) {
 			var cm *corev1.ConfigMap
 			if objs := cms.List(); len(objs) > 0 {
@@ -141,6 +145,20 @@ func (l *LBPools) run(ctx context.Context) {
 			return out, cm
 		})
 	})
+}
+
+// leaseErrors logs the election's failed requests when the reason
+// changes and once a minute while it lasts, not at every retry: they say
+// why no instance allocates (InfradnsLBNoAllocator's runbook).
+func leaseErrors() func(error) {
+	var last string
+	var logged time.Time
+	return func(err error) {
+		if msg := err.Error(); msg != last || time.Since(logged) >= time.Minute {
+			log.Warningf("%v (retrying)", err)
+			last, logged = msg, time.Now()
+		}
+	}
 }
 
 func orNobody(h string) string {
@@ -194,7 +212,7 @@ func (l *LBPools) lead(ctx context.Context, client kube.Client, kick chan struct
 func (l *LBPools) pools(cm *corev1.ConfigMap) lbpool.Config {
 	what := fmt.Sprintf("ConfigMap %s/%s", l.poolsNS, l.poolsName)
 	if cm == nil {
-		configValid.Set(1)
+		configValid().Set(1)
 		if l.lastCfg != nil {
 			if l.reported.First("deleted") {
 				log.Warningf("%s deleted: the last pools stay in use", what)
@@ -208,7 +226,7 @@ func (l *LBPools) pools(cm *corev1.ConfigMap) lbpool.Config {
 	}
 	cfg, err := lbpool.Parse([]byte(cm.Data[PoolsKey]))
 	if err != nil {
-		configValid.Set(0)
+		configValid().Set(0)
 		msg := fmt.Sprintf("%s key %s:%v", what, PoolsKey, err)
 		if msg != l.lastCfgErr {
 			l.lastCfgErr = msg
@@ -223,7 +241,7 @@ func (l *LBPools) pools(cm *corev1.ConfigMap) lbpool.Config {
 		}
 		return lbpool.Config{}
 	}
-	configValid.Set(1)
+	configValid().Set(1)
 	l.lastCfgErr = ""
 	l.lastCfg = &cfg
 	return cfg
@@ -232,7 +250,10 @@ func (l *LBPools) pools(cm *corev1.ConfigMap) lbpool.Config {
 // reconcile runs one pass; it reports whether a write failed (retry).
 func (l *LBPools) reconcile(ctx context.Context, client kube.Client, svcs []*corev1.Service, cm *corev1.ConfigMap) bool {
 	cfg := l.pools(cm)
-	o := plan(cfg, svcs, l.class, l.isDefault)
+	if l.written == nil {
+		l.written = map[string]written{}
+	}
+	o := plan(cfg, withWritten(svcs, l.written), l.class, l.isDefault)
 	l.metrics(cfg, o)
 	failed := false
 	for _, w := range o.writes {
@@ -240,6 +261,9 @@ func (l *LBPools) reconcile(ctx context.Context, client kube.Client, svcs []*cor
 		err := client.PatchServiceStatus(wctx, w.svc.Namespace, w.svc.Name, kube.StatusPatch(w.svc.ResourceVersion, w.addrs))
 		cancel()
 		key := w.svc.Namespace + "/" + w.svc.Name
+		if err == nil {
+			l.written[key] = written{rv: w.svc.ResourceVersion, addrs: w.addrs}
+		}
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 			// Deleted or changed since read: the watch brings the news

@@ -162,7 +162,7 @@ func TestPoolsKeepLastValid(t *testing.T) {
 		if names(got) != step.pools {
 			t.Errorf("%s: pools %q, want %q", step.what, names(got), step.pools)
 		}
-		if v := testutil.ToFloat64(configValid); v != step.valid {
+		if v := testutil.ToFloat64(configValid()); v != step.valid {
 			t.Errorf("%s: config_valid %v, want %v", step.what, v, step.valid)
 		}
 	}

@@ -58,11 +58,15 @@ var (
 		Name:      "write_errors_total",
 		Help:      "Counter of Service status writes that failed (other than a conflict or a deleted Service, which are decided again).",
 	})
-	leader      = leaderVec.WithLabelValues()
-	configValid = configVec.WithLabelValues()
-	pending     = pendingVec.WithLabelValues()
-	orphaned    = orphanedVec.WithLabelValues()
 )
+
+// The unlabelled gauges are made on first use, not at init: every CoreDNS
+// of the build would otherwise export leader 0 and config_valid 0, and the
+// alerts on them would fire on every node that does not run lbpools.
+func leader() prometheus.Gauge      { return leaderVec.WithLabelValues() }
+func configValid() prometheus.Gauge { return configVec.WithLabelValues() }
+func pending() prometheus.Gauge     { return pendingVec.WithLabelValues() }
+func orphaned() prometheus.Gauge    { return orphanedVec.WithLabelValues() }
 
 func family(v6 bool) string {
 	if v6 {
@@ -90,6 +94,6 @@ func (l *LBPools) metrics(cfg lbpool.Config, o outcome) {
 		}
 		no += len(v.result.Orphaned)
 	}
-	pending.Set(float64(np))
-	orphaned.Set(float64(no))
+	pending().Set(float64(np))
+	orphaned().Set(float64(no))
 }

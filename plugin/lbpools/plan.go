@@ -71,3 +71,50 @@ func sameAddrs(a, b []netip.Addr) bool {
 	slices.SortFunc(y, netip.Addr.Compare)
 	return slices.Equal(x, y)
 }
+
+// written is a status this instance wrote and its watch may not have
+// brought back yet: against the Service's resourceVersion rv.
+type written struct {
+	rv    string
+	addrs []netip.Addr
+}
+
+// withWritten is svcs as they are after this instance's own writes: a
+// Service whose resourceVersion is still the one a write was made against
+// gets the written addresses (a copy; the watch's objects are shared).
+// Without it a pass that runs before the watch returns a write (another
+// change kicked it) sees the address free and may give it to a second
+// Service, which then moves one of the two. Entries the watch has caught up
+// with, or whose Service is gone, are dropped from w.
+func withWritten(svcs []*corev1.Service, w map[string]written) []*corev1.Service {
+	if len(w) == 0 {
+		return svcs
+	}
+	out := make([]*corev1.Service, len(svcs))
+	seen := make(map[string]bool, len(w))
+	for i, svc := range svcs {
+		out[i] = svc
+		key := svc.Namespace + "/" + svc.Name
+		e, ok := w[key]
+		if !ok {
+			continue
+		}
+		seen[key] = true
+		if svc.ResourceVersion != e.rv {
+			delete(w, key) // the watch brought it (or a newer change)
+			continue
+		}
+		c := svc.DeepCopy()
+		c.Status.LoadBalancer.Ingress = nil
+		for _, a := range e.addrs {
+			c.Status.LoadBalancer.Ingress = append(c.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: a.String()})
+		}
+		out[i] = c
+	}
+	for key := range w {
+		if !seen[key] {
+			delete(w, key)
+		}
+	}
+	return out
+}

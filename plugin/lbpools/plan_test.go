@@ -91,3 +91,38 @@ func addrs(as []netip.Addr) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// TestPlanWithWritten: a pass that runs before the watch returns this
+// instance's last write sees that write, so the address is not given to
+// a second Service (which sorts first and would otherwise take it).
+func TestPlanWithWritten(t *testing.T) {
+	cfg, err := lbpool.Parse([]byte("pools:\n- name: default\n  addresses: [192.0.2.10-192.0.2.12]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := ptr(kube.DefaultClass)
+	x := svc("b/x", ours) // the watch has not brought its status yet
+	y := svc("a/y", ours) // created since
+	w := map[string]written{"b/x": {rv: "7", addrs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}}, "gone/z": {rv: "3"}}
+	o := plan(cfg, withWritten([]*corev1.Service{x, y}, w), kube.DefaultClass, false)
+	var got []string
+	for _, wr := range o.writes {
+		got = append(got, wr.svc.Namespace+"/"+wr.svc.Name+"="+addrs(wr.addrs))
+	}
+	if g := strings.Join(got, " "); g != "a/y=192.0.2.11" {
+		t.Errorf("writes %q, want only a/y=192.0.2.11", g)
+	}
+	if len(x.Status.LoadBalancer.Ingress) != 0 {
+		t.Error("the watch's object was modified")
+	}
+	if _, ok := w["gone/z"]; ok || len(w) != 1 {
+		t.Errorf("written %v: want only b/x left (gone/z's Service is gone)", w)
+	}
+	// The watch caught up (a new resourceVersion): the entry goes.
+	x2 := svc("b/x", ours, "192.0.2.10")
+	x2.ResourceVersion = "8"
+	withWritten([]*corev1.Service{x2, y}, w)
+	if len(w) != 0 {
+		t.Errorf("written %v after the watch caught up: want none", w)
+	}
+}

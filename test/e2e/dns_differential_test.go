@@ -45,6 +45,11 @@ const (
 	diffNode1A = "192.0.2.21"
 	diffNode16 = "2001:db8::21"
 	diffTTL    = 30
+	// Services of type LoadBalancer (lbservices): shop/web dual-stack with
+	// the hostname annotation "store", bank/db IPv4.
+	diffWeb4 = "192.0.2.50"
+	diffWeb6 = "2001:db8::50"
+	diffDB4  = "192.0.2.51"
 )
 
 // diffSeed makes the generated queries reproducible; DIFF_SEED overrides it
@@ -55,8 +60,9 @@ const diffSeed = 26
 const diffQueries = 4000
 
 // TestDNSDifferential serves the cluster zone (SOA, NS, api, api-int,
-// *.apps, two nodes, and the reverse zones of the addresses) with Knot 3.2,
-// the reference, and with bin/coredns and the three infradns plugins, sends
+// *.apps, two nodes, two Services of type LoadBalancer and the reverse zones
+// of the addresses) with Knot 3.2, the reference, and with bin/coredns and
+// the four infradns plugins, sends
 // both the same seeded queries (every common and odd type, classes, opcodes,
 // EDNS variants, odd names, malformed packets; UDP and TCP) and compares the
 // RCODE, the flags, the answer and authority sections (TTLs and the SOA
@@ -380,6 +386,10 @@ func diffNames() []string {
 		"x." + rev(diffAPI4), "99." + rev(diffAPI4), rev("192.0.3.5"),
 		diffRev6, rev(diffAPI6), rev(diffApps6), rev(diffNode16), rev("2001:db8::99"),
 		"0.0.0.0.0.0.0.0." + diffRev6, // an empty non-terminal of the nibble zone
+		"lb." + diffZone, "web.shop.lb." + diffZone, "shop.lb." + diffZone, "store.lb." + diffZone,
+		"db.bank.lb." + diffZone, "bank.lb." + diffZone, "x.web.shop.lb." + diffZone, "nothere.shop.lb." + diffZone,
+		"nothere.lb." + diffZone, `web\.shop.lb.` + diffZone, "WEB.Shop.LB." + diffZone,
+		rev(diffWeb4), rev(diffDB4), rev(diffWeb6),
 	}
 }
 
@@ -570,11 +580,17 @@ api AAAA %[2]s
 %[5]s A %[6]s
 %[7]s A %[8]s
 %[7]s AAAA %[9]s
-`, diffAPI4, diffAPI6, diffApps4, diffApps6, diffNode0, diffNode0A, diffNode1, diffNode1A, diffNode16)
+web.shop.lb A %[10]s
+web.shop.lb AAAA %[11]s
+store.lb A %[10]s
+store.lb AAAA %[11]s
+db.bank.lb A %[12]s
+`, diffAPI4, diffAPI6, diffApps4, diffApps6, diffNode0, diffNode0A, diffNode1, diffNode1A, diffNode16, diffWeb4, diffWeb6, diffDB4)
 	rev4 := soa(diffRev4) + ptr(diffAPI4, "api-int."+diffZone) + ptr(diffApps4, "ingress.apps."+diffZone) +
-		ptr(diffNode0A, diffNode0+"."+diffZone) + ptr(diffNode1A, diffNode1+"."+diffZone)
+		ptr(diffNode0A, diffNode0+"."+diffZone) + ptr(diffNode1A, diffNode1+"."+diffZone) +
+		ptr(diffWeb4, "web.shop.lb."+diffZone) + ptr(diffDB4, "db.bank.lb."+diffZone)
 	rev6 := soa(diffRev6) + ptr(diffAPI6, "api-int."+diffZone) + ptr(diffApps6, "ingress.apps."+diffZone) +
-		ptr(diffNode16, diffNode1+"."+diffZone)
+		ptr(diffNode16, diffNode1+"."+diffZone) + ptr(diffWeb6, "web.shop.lb."+diffZone)
 	return map[string]string{diffZone: fwd, diffRev4: rev4, diffRev6: rev6}
 }
 
@@ -647,10 +663,11 @@ zone:
 	return addr
 }
 
-// startDiffCoreDNS runs bin/coredns with the three plugins for the cluster
+// startDiffCoreDNS runs bin/coredns with the four plugins for the cluster
 // zone and its reverse zones (apiint's reverse option, so that they answer
-// NXDOMAIN and NODATA as Knot does); the nodes come from a fake Kubernetes
-// API that lists two Nodes. It returns the address once every name answers.
+// NXDOMAIN and NODATA as Knot does); the nodes and Services come from a
+// fake Kubernetes API that lists two of each. It returns the address once
+// every name answers.
 func startDiffCoreDNS(t *testing.T, dir string) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -688,6 +705,10 @@ users:
     appswildcard %[7]s %[8]s {
         zone %[1]s
     }
+    lbservices {
+        zone %[1]s
+        kubeconfig %[9]s
+    }
     mdnsnodes {
         zone %[1]s
         kubeconfig %[9]s
@@ -707,7 +728,7 @@ users:
 	}()
 	diffWaitSOA(t, addr, "coredns", exited, diffZone)
 	lab.Eventually(t, 20*time.Second, 20*time.Millisecond, "coredns serves the Nodes", func() error {
-		for _, n := range []string{diffNode0, diffNode1} {
+		for _, n := range []string{diffNode0, diffNode1, "web.shop.lb", "db.bank.lb"} {
 			m := new(dns.Msg).SetQuestion(n+"."+diffZone, dns.TypeA)
 			r, err := dns.Exchange(m, addr)
 			if err != nil {
@@ -722,14 +743,11 @@ users:
 	return addr
 }
 
-// diffFakeNodes is the part of a Kubernetes API that mdnsnodes reads: the
-// list of Nodes (as a list, or as the initial events of a watch-list
-// stream), and a watch that then stays open with no event.
+// diffFakeNodes is the part of a Kubernetes API that mdnsnodes and
+// lbservices read: the list of Nodes and of Services (as a list, or as the
+// initial events of a watch-list stream), and a watch that then stays open
+// with no event.
 func diffFakeNodes(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/api/v1/nodes" {
-		http.NotFound(w, r)
-		return
-	}
 	node := func(name string, ips ...string) string {
 		var addrs []string
 		for _, ip := range ips {
@@ -738,18 +756,40 @@ func diffFakeNodes(w http.ResponseWriter, r *http.Request) {
 		return fmt.Sprintf(`{"kind":"Node","apiVersion":"v1","metadata":{"name":%q,"resourceVersion":"1"},"status":{"addresses":[%s]}}`,
 			name, strings.Join(addrs, ","))
 	}
-	nodes := []string{node(diffNode0, diffNode0A), node(diffNode1, diffNode1A, diffNode16)}
+	service := func(ns, name, hostname string, ips ...string) string {
+		var in []string
+		for _, ip := range ips {
+			in = append(in, fmt.Sprintf(`{"ip":%q}`, ip))
+		}
+		annotations := ""
+		if hostname != "" {
+			annotations = fmt.Sprintf(`,"annotations":{"infradns.io/hostname":%q}`, hostname)
+		}
+		return fmt.Sprintf(`{"kind":"Service","apiVersion":"v1","metadata":{"namespace":%q,"name":%q,"resourceVersion":"1"%s},"spec":{"type":"LoadBalancer"},"status":{"loadBalancer":{"ingress":[%s]}}}`,
+			ns, name, annotations, strings.Join(in, ","))
+	}
+	var kind string
+	var items []string
+	switch r.URL.Path {
+	case "/api/v1/nodes":
+		kind, items = "Node", []string{node(diffNode0, diffNode0A), node(diffNode1, diffNode1A, diffNode16)}
+	case "/api/v1/services":
+		kind, items = "Service", []string{service("shop", "web", "store", diffWeb4, diffWeb6), service("bank", "db", "", diffDB4)}
+	default:
+		http.NotFound(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if r.URL.Query().Get("watch") != "true" {
-		fmt.Fprintf(w, `{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[%s]}`, strings.Join(nodes, ","))
+		fmt.Fprintf(w, `{"kind":"%sList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[%s]}`, kind, strings.Join(items, ","))
 		return
 	}
 	w.WriteHeader(http.StatusOK)
 	if r.URL.Query().Get("sendInitialEvents") == "true" {
-		for _, n := range nodes {
+		for _, n := range items {
 			fmt.Fprintf(w, `{"type":"ADDED","object":%s}`+"\n", n)
 		}
-		fmt.Fprint(w, `{"type":"BOOKMARK","object":{"kind":"Node","apiVersion":"v1","metadata":{"resourceVersion":"1","annotations":{"k8s.io/initial-events-end":"true"}}}}`+"\n")
+		fmt.Fprintf(w, `{"type":"BOOKMARK","object":{"kind":%q,"apiVersion":"v1","metadata":{"resourceVersion":"1","annotations":{"k8s.io/initial-events-end":"true"}}}}`+"\n", kind)
 	}
 	w.(http.Flusher).Flush()
 	<-r.Context().Done()

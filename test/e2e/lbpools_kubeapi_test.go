@@ -313,6 +313,7 @@ func TestLBPoolsKubeAPI(t *testing.T) {
 		}
 	}
 	created := time.Since(began)
+	first := map[string]string{} // the first address each burst Service was seen with
 	lab.Eventually(t, 60*time.Second, 20*time.Millisecond, "100 Services allocated", func() error {
 		list, err := c.Client.CoreV1().Services("bank").List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -328,6 +329,11 @@ func TestLBPoolsKubeAPI(t *testing.T) {
 			}
 			if strings.HasPrefix(s.Name, "burst-") && len(s.Status.LoadBalancer.Ingress) == 1 {
 				n++
+				ip := s.Status.LoadBalancer.Ingress[0].IP
+				if was, ok := first[s.Name]; ok && was != ip {
+					t.Errorf("%s moved from %s to %s during the burst", s.Name, was, ip)
+				}
+				first[s.Name] = ip
 			}
 		}
 		if n != 100 {
