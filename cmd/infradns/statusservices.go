@@ -64,7 +64,7 @@ func allocation(list []corev1.Service, cm *corev1.ConfigMap, isDefault bool) (ma
 		p := &cfg.Pools[i]
 		for _, v6 := range []bool{false, true} {
 			if n := p.Size(v6); n > 0 {
-				pools = append(pools, poolRow{Pool: p.Name, Family: map[bool]string{false: "IPv4", true: "IPv6"}[v6], Used: used[lbpool.Use{Pool: p.Name, V6: v6}], Size: n})
+				pools = append(pools, poolRow{Pool: p.Name, Family: lbpool.Family(v6), Used: used[lbpool.Use{Pool: p.Name, V6: v6}], Size: n})
 			}
 		}
 	}

@@ -186,7 +186,7 @@ func (a *allocator) keepable(c *Claim, i int) (keep, orphans []netip.Addr, ok bo
 	if len(c.Current) == 0 {
 		return nil, nil, false
 	}
-	if len(c.Requested) > 0 && !sameSet(c.Requested, c.Current) {
+	if len(c.Requested) > 0 && !SameAddrs(c.Requested, c.Current) {
 		return nil, nil, false // the request changed: the owner asked for a move
 	}
 	for n, ip := range c.Current {
@@ -229,10 +229,10 @@ func (a *allocator) request(c *Claim, i int) ([]netip.Addr, string) {
 	seen := map[bool]bool{}
 	for _, ip := range c.Requested {
 		if !slices.Contains(c.Families, ip.Is6()) {
-			return nil, fmt.Sprintf("requested %s: the Service has no %s family", ip, family(ip.Is6()))
+			return nil, fmt.Sprintf("requested %s: the Service has no %s family", ip, Family(ip.Is6()))
 		}
 		if seen[ip.Is6()] {
-			return nil, fmt.Sprintf("requested two %s addresses: a Service has one per family", family(ip.Is6()))
+			return nil, fmt.Sprintf("requested two %s addresses: a Service has one per family", Family(ip.Is6()))
 		}
 		seen[ip.Is6()] = true
 		if _, why := a.eligible(c, ip); why != "" {
@@ -323,7 +323,7 @@ func (a *allocator) pick(c *Claim, i int, v6 bool) (netip.Addr, string) {
 	for k, p := range pools {
 		names[k] = fmt.Sprintf("%q", p.Name)
 	}
-	return netip.Addr{}, fmt.Sprintf("no free %s address in pool %s", family(v6), strings.Join(names, ", "))
+	return netip.Addr{}, fmt.Sprintf("no free %s address in pool %s", Family(v6), strings.Join(names, ", "))
 }
 
 // free returns the first address of p's family v6 nobody holds. It walks
@@ -355,14 +355,16 @@ func (a *allocator) freeIn(c *Claim, v6 bool) bool {
 	return false
 }
 
-func family(v6 bool) string {
+// Family names an address family as the metrics and messages do.
+func Family(v6 bool) string {
 	if v6 {
 		return "IPv6"
 	}
 	return "IPv4"
 }
 
-func sameSet(a, b []netip.Addr) bool {
+// SameAddrs reports whether a and b hold the same addresses, in any order.
+func SameAddrs(a, b []netip.Addr) bool {
 	x, y := slices.Clone(a), slices.Clone(b)
 	slices.SortFunc(x, netip.Addr.Compare)
 	slices.SortFunc(y, netip.Addr.Compare)

@@ -68,13 +68,6 @@ func configValid() prometheus.Gauge { return configVec.WithLabelValues() }
 func pending() prometheus.Gauge     { return pendingVec.WithLabelValues() }
 func orphaned() prometheus.Gauge    { return orphanedVec.WithLabelValues() }
 
-func family(v6 bool) string {
-	if v6 {
-		return "IPv6"
-	}
-	return "IPv4"
-}
-
 func (l *LBPools) metrics(cfg lbpool.Config, o outcome) {
 	poolSize.Reset()
 	poolUsed.Reset()
@@ -82,8 +75,8 @@ func (l *LBPools) metrics(cfg lbpool.Config, o outcome) {
 		p := &cfg.Pools[i]
 		for _, v6 := range []bool{false, true} {
 			if n := p.Size(v6); n > 0 {
-				poolSize.WithLabelValues(p.Name, family(v6)).Set(n)
-				poolUsed.WithLabelValues(p.Name, family(v6)).Set(float64(o.used[lbpool.Use{Pool: p.Name, V6: v6}]))
+				poolSize.WithLabelValues(p.Name, lbpool.Family(v6)).Set(n)
+				poolUsed.WithLabelValues(p.Name, lbpool.Family(v6)).Set(float64(o.used[lbpool.Use{Pool: p.Name, V6: v6}]))
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func plan(cfg lbpool.Config, svcs []*corev1.Service, class string, isDefault boo
 	res := lbpool.Allocate(cfg, claims)[:len(ours)]
 	for i, r := range res {
 		out.verdicts = append(out.verdicts, verdict{svc: ours[i], result: r})
-		if !sameAddrs(claims[i].Current, r.Addrs) || len(ours[i].Status.LoadBalancer.Ingress) != len(r.Addrs) {
+		if !lbpool.SameAddrs(claims[i].Current, r.Addrs) || len(ours[i].Status.LoadBalancer.Ingress) != len(r.Addrs) {
 			out.writes = append(out.writes, write{svc: ours[i], addrs: r.Addrs, ours: true})
 		}
 	}
@@ -63,13 +63,6 @@ func plan(cfg lbpool.Config, svcs []*corev1.Service, class string, isDefault boo
 		return strings.Compare(a.svc.Namespace+"/"+a.svc.Name, b.svc.Namespace+"/"+b.svc.Name)
 	})
 	return out
-}
-
-func sameAddrs(a, b []netip.Addr) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.SortFunc(x, netip.Addr.Compare)
-	slices.SortFunc(y, netip.Addr.Compare)
-	return slices.Equal(x, y)
 }
 
 // written is a status this instance wrote and its watch may not have
