@@ -58,15 +58,9 @@ func allocation(list []corev1.Service, cm *corev1.ConfigMap, isDefault bool) (ma
 	for i, s := range ours {
 		out[s.Namespace+"/"+s.Name] = res[i]
 	}
-	used := lbpool.Used(cfg, res)
 	var pools []poolRow
-	for i := range cfg.Pools {
-		p := &cfg.Pools[i]
-		for _, v6 := range []bool{false, true} {
-			if n := p.Size(v6); n > 0 {
-				pools = append(pools, poolRow{Pool: p.Name, Family: lbpool.Family(v6), Used: used[lbpool.Use{Pool: p.Name, V6: v6}], Size: n})
-			}
-		}
+	for _, u := range lbpool.Usages(cfg, res) {
+		pools = append(pools, poolRow(u))
 	}
 	return out, pools, nil
 }

@@ -128,10 +128,10 @@ func newServiceStore(changed func(), drop func(Drop)) *serviceStore {
 	return &serviceStore{changed: changed, drop: drop, services: map[string]cluster.Service{}}
 }
 
-// Transformer trims every Service in the reflector's own stores too: a
-// Service's spec (ports, selectors) and its other annotations (a
-// kubectl.kubernetes.io/last-applied-configuration can weigh kilobytes)
-// are never kept.
+// Transformer trims the Services of a streamed list (watch-list), the one
+// place the reflector keeps objects of its own: a Service's spec (ports,
+// selectors) and its other annotations (a last-applied-configuration can
+// weigh kilobytes) are never kept. The store itself keeps cluster.Services.
 func (s *serviceStore) Transformer() cache.TransformFunc { return transformService }
 
 func (s *serviceStore) Add(obj any) error    { s.put(obj); return nil }

@@ -371,22 +371,38 @@ func SameAddrs(a, b []netip.Addr) bool {
 	return slices.Equal(x, y)
 }
 
-// Use is how many addresses of a pool's family Services have.
-type Use struct {
-	Pool string
-	V6   bool
+// Usage is one pool's addresses of one family: how many it holds (capped
+// as Size is) and how many Services have.
+type Usage struct {
+	Pool, Family string
+	Used         int
+	Size         float64
 }
 
-// Used counts the distinct addresses of res in each pool and family (an
-// address shared by Services counts once).
-func Used(cfg Config, res []Result) map[Use]int {
-	out := map[Use]int{}
+// Usages are the pools' usages, in the pools' order, IPv4 before IPv6, for
+// each family a pool has addresses of; an address shared by Services
+// counts once. The metrics and `infradns status` both show them.
+func Usages(cfg Config, res []Result) []Usage {
+	type key struct {
+		pool string
+		v6   bool
+	}
+	used := map[key]int{}
 	seen := map[netip.Addr]bool{}
 	for _, r := range res {
 		for _, a := range r.Addrs {
 			if p := cfg.Of(a); p != nil && !seen[a] {
 				seen[a] = true
-				out[Use{p.Name, a.Is6()}]++
+				used[key{p.Name, a.Is6()}]++
+			}
+		}
+	}
+	var out []Usage
+	for i := range cfg.Pools {
+		p := &cfg.Pools[i]
+		for _, v6 := range []bool{false, true} {
+			if n := p.Size(v6); n > 0 {
+				out = append(out, Usage{Pool: p.Name, Family: Family(v6), Used: used[key{p.Name, v6}], Size: n})
 			}
 		}
 	}

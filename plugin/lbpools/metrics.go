@@ -71,14 +71,9 @@ func orphaned() prometheus.Gauge    { return orphanedVec.WithLabelValues() }
 func (l *LBPools) metrics(cfg lbpool.Config, o outcome) {
 	poolSize.Reset()
 	poolUsed.Reset()
-	for i := range cfg.Pools {
-		p := &cfg.Pools[i]
-		for _, v6 := range []bool{false, true} {
-			if n := p.Size(v6); n > 0 {
-				poolSize.WithLabelValues(p.Name, lbpool.Family(v6)).Set(n)
-				poolUsed.WithLabelValues(p.Name, lbpool.Family(v6)).Set(float64(o.used[lbpool.Use{Pool: p.Name, V6: v6}]))
-			}
-		}
+	for _, u := range o.usages {
+		poolSize.WithLabelValues(u.Pool, u.Family).Set(u.Size)
+		poolUsed.WithLabelValues(u.Pool, u.Family).Set(float64(u.Used))
 	}
 	var np, no int
 	for _, v := range o.verdicts {

@@ -30,7 +30,7 @@ type verdict struct {
 type outcome struct {
 	writes   []write
 	verdicts []verdict
-	used     map[lbpool.Use]int
+	usages   []lbpool.Usage
 }
 
 // plan allocates for the Services of class (and of none when isDefault)
@@ -58,7 +58,7 @@ func plan(cfg lbpool.Config, svcs []*corev1.Service, class string, isDefault boo
 			out.writes = append(out.writes, write{svc: ours[i], addrs: r.Addrs, ours: true})
 		}
 	}
-	out.used = lbpool.Used(cfg, res)
+	out.usages = lbpool.Usages(cfg, res)
 	slices.SortFunc(out.writes, func(a, b write) int {
 		return strings.Compare(a.svc.Namespace+"/"+a.svc.Name, b.svc.Namespace+"/"+b.svc.Name)
 	})

@@ -71,8 +71,8 @@ func TestPlan(t *testing.T) {
 			if g := strings.Join(got, " "); g != tc.writes {
 				t.Errorf("writes %q, want %q", g, tc.writes)
 			}
-			if u := o.used[lbpool.Use{Pool: "default"}]; u != tc.used {
-				t.Errorf("used %d, want %d", u, tc.used)
+			if u := o.usages[0]; u.Pool != "default" || u.Family != "IPv4" || u.Used != tc.used {
+				t.Errorf("usage %+v, want default IPv4 used %d", u, tc.used)
 			}
 		})
 	}
