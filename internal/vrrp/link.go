@@ -18,12 +18,12 @@ import (
 //   - one that does goes to the Guard, trimmed to the cluster's VIPs and a
 //     few others (what a conflict report needs): bounded whatever it lists;
 //   - only an advert from a peer of one of this node's groups, for exactly
-//     that group's VIPs under its router ID, reaches Heard (priority above
-//     0) or the hand-over relay (priority 0, a resignation). A peer is one of
-//     the group's node addresses (IPv4, or an IPv6 global address), with the
-//     MAC the node's neighbour table has for it when it has one; an IPv6
-//     advert from a link-local address counts when its frame comes from a
-//     peer's MAC.
+//     that group's VIPs under its router ID, reaches Heard and the relay's
+//     live map (priority above 0) or the hand-over relay (priority 0, a
+//     resignation). A peer is one of the group's node addresses (IPv4, or
+//     an IPv6 global address), with the MAC the node's neighbour table has
+//     for it when it has one; an IPv6 advert from a link-local address
+//     counts when its frame comes from a peer's MAC.
 //
 // Safe for concurrent use; Observe is a Reader's Handle.
 type Link struct {
@@ -35,6 +35,9 @@ type Link struct {
 	// Resigned, when set, receives the peers' priority-0 adverts (the
 	// hand-over relay's Observe).
 	Resigned func(Observation)
+	// Advertised, when set, receives the peers' other adverts (the relay's
+	// Advertised).
+	Advertised func(Observation)
 	// Own says whether a source address is this node's.
 	Own func(netip.Addr) bool
 	// Neighbors lists the node's neighbour table on the link (address →
@@ -122,6 +125,9 @@ func (l *Link) Observe(o Observation, now time.Time) {
 	}
 	if o.Advert.Priority == 0 && l.Resigned != nil {
 		l.Resigned(o)
+	}
+	if o.Advert.Priority != 0 && l.Advertised != nil {
+		l.Advertised(o)
 	}
 	// Resignations too: Heard.Latest leaves out a router that resigned.
 	if l.Heard != nil {

@@ -60,30 +60,49 @@ func LiveHolder(last, now time.Time, masterDown, advert time.Duration) bool {
 }
 
 // RelayTable is the nftables table (in the ip and ip6 families) that holds
-// the relay, and RelayMap its map from a VIP to the node that resigned it.
+// the relay, RelayMap its map from a VIP to the node that resigned it, and
+// RelayLiveMap its map from a VIP to the other router heard advertising it
+// last (see Relay.Live).
 const (
-	RelayTable = "infradns_relay"
-	RelayMap   = "resigned"
+	RelayTable   = "infradns_relay"
+	RelayMap     = "resigned"
+	RelayLiveMap = "live"
 )
 
 // RelaySetupScript is the nft script that (re)creates the relay tables for
 // iface, with empty maps whose elements last d, and the rules that learn
 // the resignations of vips from the adverts arriving on iface (the VIPs a
-// node would keep on lo: see DrainCopy).
-func RelaySetupScript(iface string, vips []netip.Addr, d time.Duration) (string, error) {
+// node would keep on lo: see DrainCopy). With live above 0 the tables also
+// learn, from the other routers' ordinary adverts, who advertises each VIP,
+// each entry kept for live after the last one: a takeover from a router
+// still advertising then relays its connections' packets from the first
+// one on (see Relay.Live).
+//
+// A relayed packet arrives with a TTL (hop limit) of 1 and one that arrives
+// with it is never relayed again: two nodes that would each send a packet
+// no connection of theirs expects to the other (a resigner that hears the
+// new holder, while the holder relays to the resigner) must not bounce it
+// between them. dup lowers the copy's TTL by one in prerouting, so the
+// rule sets 2; a mere decrement let the lab's two nodes pass one packet
+// back and forth 20,000 times in 300 ms. The target delivers it locally,
+// where the TTL does not matter, and routes it nowhere.
+func RelaySetupScript(iface string, vips []netip.Addr, d, live time.Duration) (string, error) {
 	if !validIfname(iface) {
 		return "", fmt.Errorf("relay: bad interface name %q", iface)
 	}
 	if d < time.Millisecond {
 		return "", fmt.Errorf("relay: duration %v: want at least 1ms", d)
 	}
+	if live != 0 && live < time.Millisecond {
+		return "", fmt.Errorf("relay: live duration %v: want 0 or at least 1ms", live)
+	}
 	s := RelayTeardownScript()
 	for _, f := range []struct {
-		family, addr, proto, fib string
-		bits                     int
+		family, addr, proto, fib, ttl string
+		bits                          int
 	}{
-		{"ip", "ipv4_addr", "ip protocol 112", "fib saddr type != local", 32},
-		{"ip6", "ipv6_addr", "meta l4proto 112", "fib saddr . iif type != local", 128},
+		{"ip", "ipv4_addr", "ip protocol 112", "fib saddr type != local", "ip ttl", 32},
+		{"ip6", "ipv6_addr", "meta l4proto 112", "fib saddr . iif type != local", "ip6 hoplimit", 128},
 	} {
 		var fam []netip.Addr
 		for _, v := range vips {
@@ -100,30 +119,41 @@ func RelaySetupScript(iface string, vips []netip.Addr, d time.Duration) (string,
 		// advertisement, as lbconfig configures keepalived; nft 1.0.6 cannot
 		// list a match on the type's 4 bits), priority at 16, address count
 		// at 24, the addresses from 64.
-		var learn string
-		for _, v := range fam {
-			for i := range fam {
-				learn += fmt.Sprintf("\t\t@th,24,8 > %d @th,%d,%d 0x%x update @%s { %s : %s saddr }\n",
-					i, 64+i*f.bits, f.bits, v.AsSlice(), RelayMap, v, f.family)
+		learn := func(m string) string {
+			var out string
+			for _, v := range fam {
+				for i := range fam {
+					out += fmt.Sprintf("\t\t@th,24,8 > %d @th,%d,%d 0x%x update @%s { %s : %s saddr }\n",
+						i, 64+i*f.bits, f.bits, v.AsSlice(), m, v, f.family)
+				}
 			}
+			return out
 		}
-		s += fmt.Sprintf(`table %[1]s %[2]s {
-	map %[5]s {
-		type %[3]s : %[3]s
-		flags dynamic,timeout
-		timeout %[6]dms
-	}
-	chain learn {
-%[9]s	}
-	chain prerouting {
-		type filter hook prerouting priority raw; policy accept;
-		iifname "%[4]s" %[7]s @th,0,8 0x31 @th,16,8 0 %[8]s jump learn
-		iifname "%[4]s" tcp flags & syn == 0 socket wildcard 1 counter dup to %[1]s daddr map @%[5]s device "%[4]s" drop
-	}
-}
-`, f.family, RelayTable, f.addr, iface, RelayMap, d.Milliseconds(), f.proto, f.fib, learn)
+		advert := fmt.Sprintf(`iifname "%s" %s @th,0,8 0x31`, iface, f.proto)
+		relay := func(m string) string {
+			return fmt.Sprintf("\t\tiifname \"%[1]s\" %[2]s != 1 tcp flags & syn == 0 socket wildcard 1 %[3]s daddr @%[4]s %[2]s set 2 counter dup to %[3]s daddr map @%[4]s device \"%[1]s\" drop\n",
+				iface, f.ttl, f.family, m)
+		}
+		maps := relayMap(RelayMap, f.addr, d)
+		chains := "\tchain learn {\n" + learn(RelayMap) + "\t}\n"
+		rules := fmt.Sprintf("\t\t%s @th,16,8 0 %s jump learn\n", advert, f.fib)
+		relays := relay(RelayMap)
+		if live > 0 {
+			maps += relayMap(RelayLiveMap, f.addr, live)
+			chains += "\tchain learn_live {\n" + learn(RelayLiveMap) + "\t}\n"
+			rules += fmt.Sprintf("\t\t%s @th,16,8 != 0 %s jump learn_live\n", advert, f.fib)
+			// A resignation's target first: the router that gave the VIP
+			// up keeps it on lo for a drain.
+			relays += relay(RelayLiveMap)
+		}
+		s += fmt.Sprintf("table %s %s {\n%s%s\tchain prerouting {\n\t\ttype filter hook prerouting priority raw; policy accept;\n%s%s\t}\n}\n",
+			f.family, RelayTable, maps, chains, rules, relays)
 	}
 	return s, nil
+}
+
+func relayMap(name, addr string, d time.Duration) string {
+	return fmt.Sprintf("\tmap %[1]s {\n\t\ttype %[2]s : %[2]s\n\t\tflags dynamic,timeout\n\t\ttimeout %[3]dms\n\t}\n", name, addr, d.Milliseconds())
 }
 
 // RelayTeardownScript removes the relay tables (and is harmless without them).

@@ -24,6 +24,14 @@ type Relay struct {
 	VIPs      []netip.Addr
 	// For is how long a resigned VIP is relayed; 0: DefaultRelay.
 	For time.Duration
+	// Live, above 0, also relays the packets of a VIP taken from a router
+	// that was still advertising it (LiveHolder): the kernel keeps, from
+	// each other router's advert, who advertises each VIP, for Live after
+	// the last one (the LiveHolder window), so the relay is in place the
+	// moment this node takes the VIP over. lbconfig's TakenOver, after the
+	// address event, comes too late for a client whose next packet follows
+	// the gratuitous ARP at once (a reset in 2 of 7 deaf-backup rounds).
+	Live time.Duration
 	// Own says whether an advert's source is this node.
 	Own func(netip.Addr) bool
 	// Relayed, when set, is told about each relay started (a log line, a
@@ -33,7 +41,8 @@ type Relay struct {
 
 	ready atomic.Bool
 	mu    sync.Mutex
-	last  map[netip.Addr]time.Time // per VIP, the last relay started
+	last  map[netip.Addr]time.Time  // per VIP, the last relay started
+	live  map[netip.Addr]netip.Addr // per VIP, the advertiser last put in the live map
 }
 
 // Run installs the tables, keeps them until ctx ends, then removes them.
@@ -49,7 +58,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			learn = append(learn, vip)
 		}
 	}
-	setup, err := RelaySetupScript(r.Interface, learn, r.duration())
+	setup, err := RelaySetupScript(r.Interface, learn, r.duration(), r.Live)
 	if err != nil {
 		return err
 	}
@@ -103,7 +112,7 @@ func (r *Relay) Observe(o Observation) {
 		if recent {
 			continue
 		}
-		if err := r.add(vip, o.Source.Unmap(), d); err != nil {
+		if err := r.add(RelayMap, vip, o.Source.Unmap(), d); err != nil {
 			r.fail(fmt.Errorf("relay %s to %s: %w", vip, o.Source.Unmap(), err))
 			continue
 		}
@@ -129,18 +138,56 @@ func (r *Relay) TakenOver(vip, from netip.Addr, d time.Duration) bool {
 		return false
 	}
 	// Not in r.last: a resignation right after must still be relayed.
-	if err := r.add(vip, from, d); err != nil {
+	if err := r.add(RelayMap, vip, from, d); err != nil {
 		r.fail(fmt.Errorf("relay %s to %s after taking it over: %w", vip, from, err))
 		return false
 	}
 	return true
 }
 
-// add puts vip → to in the map for d, over netlink: 0.06–0.4 ms in the
+// Advertised keeps the live map's target right: a peer's advert (priority
+// above 0) of VIPs of ours, a Link's Advertised. The kernel's update of an
+// entry only renews its timeout and keeps the router it first learnt, so
+// where a second router advertises a VIP within Live of the first (a
+// graceful hand-over, a takeover) the entry would keep naming the first
+// for as long as the second advertises. Only a change of advertiser costs
+// a netlink round trip.
+func (r *Relay) Advertised(o Observation) {
+	if r.Live <= 0 || !r.ready.Load() || o.Advert.Priority == 0 || !o.Source.IsValid() || (r.Own != nil && r.Own(o.Source)) {
+		return
+	}
+	from := o.Source.Unmap()
+	for _, a := range o.Advert.Addresses {
+		vip := a.Unmap()
+		if vip.Is6() != from.Is6() || !contains(r.VIPs, vip) || !DrainCopy(netip.PrefixFrom(vip, vip.BitLen()), r.VIPs, arpIgnore(r.Interface)) {
+			continue
+		}
+		r.mu.Lock()
+		same := r.live[vip] == from
+		if !same {
+			if r.live == nil {
+				r.live = map[netip.Addr]netip.Addr{}
+			}
+			r.live[vip] = from
+		}
+		r.mu.Unlock()
+		if same {
+			continue
+		}
+		if err := r.add(RelayLiveMap, vip, from, r.Live); err != nil {
+			r.mu.Lock()
+			delete(r.live, vip) // tried again at the next advert
+			r.mu.Unlock()
+			r.fail(fmt.Errorf("live relay target of %s: %s: %w", vip, from, err))
+		}
+	}
+}
+
+// add puts vip → to in the map m for d, over netlink: 0.06–0.4 ms in the
 // lab (nft takes 12–28 ms per run), where the next holder of the highest
 // priority takes over 1.4 ms after the resignation (priority 250, 60-ms
 // adverts).
-func (r *Relay) add(vip, to netip.Addr, d time.Duration) error {
+func (r *Relay) add(m string, vip, to netip.Addr, d time.Duration) error {
 	if vip.Is6() != to.Is6() || vip == to {
 		return fmt.Errorf("not a relay target")
 	}
@@ -152,7 +199,7 @@ func (r *Relay) add(vip, to netip.Addr, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	set := &nftables.Set{Table: &nftables.Table{Name: RelayTable, Family: fam}, Name: RelayMap,
+	set := &nftables.Set{Table: &nftables.Table{Name: RelayTable, Family: fam}, Name: m,
 		IsMap: true, HasTimeout: true, KeyType: typ, DataType: typ}
 	el := []nftables.SetElement{{Key: vip.AsSlice(), Val: to.AsSlice(), Timeout: d}}
 	// An entry for vip with the same target gets the new timeout; one with

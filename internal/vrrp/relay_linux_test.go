@@ -3,6 +3,7 @@ package vrrp
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -164,18 +165,27 @@ func TestRelayHandOver(t *testing.T) {
 		// (nothing).
 		how string
 		v6  bool
+		// live is the Relay's Live (0: none); quiet how long the old node
+		// stays silent after its advert before the hand-over.
+		live, quiet time.Duration
 	}{
-		{"relayed", "observe", false},
-		{"relayed by the kernel", "advert", false},
-		{"a holder's advert", "advert 100", false},
-		{"another VIP resigned", "advert other", false},
-		{"not relayed", "", false},
-		{"taken over from a live holder", "takeover", false},
-		{"IPv6 relayed", "observe", true},
-		{"IPv6 relayed by the kernel", "advert", true},
-		{"IPv6 holder's advert", "advert 100", true},
-		{"IPv6 not relayed", "", true},
-		{"IPv6 taken over from a live holder", "takeover", true},
+		{"relayed", "observe", false, 0, 0},
+		{"relayed by the kernel", "advert", false, 0, 0},
+		{"a holder's advert", "advert 100", false, 0, 0},
+		{"another VIP resigned", "advert other", false, 0, 0},
+		{"not relayed", "", false, 0, 0},
+		{"taken over from a live holder", "takeover", false, 0, 0},
+		// The kernel learnt the live holder from its advert: no TakenOver.
+		{"taken over from a live holder, kernel", "advert 100", false, 1500 * time.Millisecond, 0},
+		// Silent for longer than Live: it stopped; its connections are gone.
+		{"taken over from a silent holder", "advert 100", false, 300 * time.Millisecond, 500 * time.Millisecond},
+		{"IPv6 relayed", "observe", true, 0, 0},
+		{"IPv6 relayed by the kernel", "advert", true, 0, 0},
+		{"IPv6 holder's advert", "advert 100", true, 0, 0},
+		{"IPv6 not relayed", "", true, 0, 0},
+		{"IPv6 taken over from a live holder", "takeover", true, 0, 0},
+		{"IPv6 taken over from a live holder, kernel", "advert 100", true, 1500 * time.Millisecond, 0},
+		{"IPv6 taken over from a silent holder", "advert 100", true, 300 * time.Millisecond, 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newRelayLab(t, fmt.Sprintf("r%d", len(t.Name())%97), tc.v6)
@@ -188,7 +198,7 @@ func TestRelayHandOver(t *testing.T) {
 			// Long enough for the map listing, the hand-over's ip commands
 			// and the request on a loaded machine (CI: 400 ms expired
 			// before the listing once, beside other tests).
-			r := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip, other}, For: 1500 * time.Millisecond}
+			r := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip, other}, For: 1500 * time.Millisecond, Live: tc.live}
 			relayed := make(chan netip.Addr, 1)
 			r.Relayed = func(_, to netip.Addr) { relayed <- to }
 			r.Failed = func(err error) { t.Error(err) }
@@ -199,7 +209,11 @@ func TestRelayHandOver(t *testing.T) {
 				t.Fatalf("before the hand-over: %q, %v; want the old node's answer", got, err)
 			}
 			src := l.oldSource(t)
-			want := tc.how == "observe" || tc.how == "advert" || tc.how == "takeover"
+			want := tc.how == "observe" || tc.how == "advert" || tc.how == "takeover" || tc.live > 0 && tc.quiet == 0
+			table := RelayMap
+			if tc.live > 0 {
+				table = RelayLiveMap
+			}
 			switch tc.how {
 			case "takeover":
 				var ok bool
@@ -233,9 +247,10 @@ func TestRelayHandOver(t *testing.T) {
 			}
 			// The kernel's update is done when the packet has passed the
 			// hook: the map already says, whoever wrote it.
-			m := nftIn(t, l.new, "list", "map", map[bool]string{false: "ip", true: "ip6"}[tc.v6], RelayTable, RelayMap)
+			time.Sleep(tc.quiet)
+			m := nftIn(t, l.new, "list", "map", map[bool]string{false: "ip", true: "ip6"}[tc.v6], RelayTable, table)
 			if got := strings.Contains(m, l.vip.String()+" ") && strings.Contains(m, ": "+src.String()); got != want {
-				t.Fatalf("relay map on the new node (want an element for %s: %v):\n%s", l.vip, want, m)
+				t.Fatalf("relay map %s on the new node (want an element for %s: %v):\n%s", table, l.vip, want, m)
 			}
 			l.handOver(t)
 			got, err := ask(c, "b")
@@ -254,7 +269,7 @@ func TestRelayHandOver(t *testing.T) {
 			}
 			// The relay ends by itself (the map's timeout): the old node's
 			// copy on lo is gone by then, and the new node resets.
-			time.Sleep(r.For + 100*time.Millisecond)
+			time.Sleep(max(r.For, r.Live) + 100*time.Millisecond)
 			if got, err := ask(c, "d"); !errors.Is(err, syscall.ECONNRESET) {
 				t.Fatalf("open connection after the relay's end: %q, %v; want a reset from the new node", got, err)
 			}
@@ -406,6 +421,139 @@ func TestRelayObserve(t *testing.T) {
 	}
 }
 
+func TestRelayAdvertised(t *testing.T) {
+	// The live map names the router that advertises a VIP now: a second
+	// router's adverts replace the first (the kernel's update would keep
+	// it); resignations, our own adverts and other addresses do not count.
+	ns := netnstest.New(t, "ra")
+	vip := netip.MustParseAddr("198.51.100.100")
+	// What makes a node keep a VIP on lo (DrainCopy): the others would too.
+	if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1").CombinedOutput(); err != nil {
+		t.Fatalf("arp_ignore: %v: %s", err, out)
+	}
+	r := &Relay{Interface: "eth0", VIPs: []netip.Addr{vip}, Live: time.Minute,
+		Own: func(a netip.Addr) bool { return a == netip.MustParseAddr("198.51.100.12") }}
+	r.Failed = func(err error) { t.Error(err) }
+	startRelay(t, ns, r)
+	adv := func(src string, prio uint8, vips ...netip.Addr) Observation {
+		return Observation{Source: netip.MustParseAddr(src), Advert: Advert{Version: 3, VRID: 9, Priority: prio, Addresses: vips}}
+	}
+	live := func() string { return nftIn(t, ns, "list", "map", "ip", RelayTable, RelayLiveMap) }
+	for _, step := range []struct {
+		o    Observation
+		want string // the target in the map after it; "" none
+	}{
+		{adv("198.51.100.11", 0, vip), ""},                                // a resignation
+		{adv("198.51.100.12", 250, vip), ""},                              // our own advert
+		{adv("198.51.100.11", 250, netip.MustParseAddr("192.0.2.1")), ""}, // not our VIP
+		{adv("198.51.100.11", 250, vip), "198.51.100.11"},
+		{adv("198.51.100.11", 250, vip), "198.51.100.11"}, // the same again
+		{adv("198.51.100.13", 210, vip), "198.51.100.13"}, // another router: replaced
+	} {
+		inNS(t, ns, func() { r.Advertised(step.o) })
+		m := live()
+		if step.want == "" {
+			if strings.Contains(m, vip.String()) {
+				t.Errorf("after %v from %s: live map has %s:\n%s", step.o.Advert.Addresses, step.o.Source, vip, m)
+			}
+			continue
+		}
+		if !strings.Contains(m, vip.String()+" ") || !strings.Contains(m, ": "+step.want) || strings.Count(m, " expires ") != 1 {
+			t.Errorf("after an advert from %s: live map, want %s → %s:\n%s", step.o.Source, vip, step.want, m)
+		}
+	}
+}
+
+func TestRelayNoBounce(t *testing.T) {
+	// Both nodes relay the VIP to each other (the old one hears the new
+	// holder; the new one learnt the old one from a resignation and from
+	// its adverts). A packet no connection of either expects goes once from
+	// the new node to the old one, which answers it with a reset and never
+	// sends it back: dup keeps the TTL, so without the TTL of 1 the two
+	// would pass it between them until the map entries expire.
+	l := newRelayLab(t, "rn", false)
+	rNew := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip}, For: time.Minute, Live: time.Minute}
+	rOld := &Relay{Interface: "eth0", VIPs: []netip.Addr{l.vip}, For: time.Minute, Live: time.Minute}
+	for _, r := range []*Relay{rNew, rOld} {
+		r.Failed = func(err error) { t.Error(err) }
+	}
+	startRelay(t, l.new, rNew)
+	startRelay(t, l.old, rOld)
+	oldAddr, newAddr := netip.MustParseAddr("198.51.100.11"), netip.MustParseAddr("198.51.100.12")
+	inNS(t, l.new, func() {
+		rNew.Advertised(Observation{Source: oldAddr, Advert: Advert{Version: 3, VRID: 1, Priority: 250, Addresses: []netip.Addr{l.vip}}})
+		if !rNew.TakenOver(l.vip, oldAddr, time.Minute) {
+			t.Error("TakenOver started no relay")
+		}
+	})
+	inNS(t, l.old, func() {
+		rOld.Advertised(Observation{Source: newAddr, Advert: Advert{Version: 3, VRID: 1, Priority: 250, Addresses: []netip.Addr{l.vip}}})
+	})
+	l.handOver(t)
+
+	// A bare ACK from the client to the VIP: no socket anywhere expects it.
+	inNS(t, l.client, func() {
+		c, err := net.ListenPacket("ip4:tcp", "198.51.100.201")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.WriteTo(tcpACK(netip.MustParseAddr("198.51.100.201"), l.vip, 40000, 9000), &net.IPAddr{IP: l.vip.AsSlice()}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := relayCount(t, l.new); n != 1 {
+		t.Errorf("the new node relayed %d packets, want 1:\n%s", n, nftIn(t, l.new, "list", "chain", "ip", RelayTable, "prerouting"))
+	}
+	if n := relayCount(t, l.old); n != 0 {
+		t.Errorf("the old node relayed %d packets back, want 0:\n%s", n, nftIn(t, l.old, "list", "chain", "ip", RelayTable, "prerouting"))
+	}
+}
+
+// relayCount is how many packets the IPv4 relay rules of ns have sent on.
+func relayCount(t *testing.T, ns string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(nftIn(t, ns, "list", "chain", "ip", RelayTable, "prerouting"), "\n") {
+		if !strings.Contains(line, "dup to") {
+			continue
+		}
+		f := strings.Fields(line[strings.Index(line, "counter packets"):])
+		c, err := strconv.Atoi(f[2])
+		if err != nil {
+			t.Fatalf("counter in %q: %v", line, err)
+		}
+		n += c
+	}
+	return n
+}
+
+// tcpACK is a TCP header with the ACK flag alone, its checksum over the
+// IPv4 pseudo-header of src and dst.
+func tcpACK(src, dst netip.Addr, sport, dport uint16) []byte {
+	h := make([]byte, 20)
+	binary.BigEndian.PutUint16(h[0:], sport)
+	binary.BigEndian.PutUint16(h[2:], dport)
+	binary.BigEndian.PutUint32(h[4:], 12345)
+	binary.BigEndian.PutUint32(h[8:], 67890)
+	h[12] = 5 << 4
+	h[13] = 0x10 // ACK
+	binary.BigEndian.PutUint16(h[14:], 65535)
+	pseudo := append(append(src.AsSlice(), dst.AsSlice()...), 0, 6, 0, byte(len(h)))
+	var sum uint32
+	for _, b := range [][]byte{pseudo, h} {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(binary.BigEndian.Uint16(b[i:]))
+		}
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(h[16:], ^uint16(sum))
+	return h
+}
+
 // TestRelayScriptsKernel runs the setup script through the real nft and
 // kernel twice (it replaces what is there) and the teardown twice (harmless
 // without the tables).
@@ -420,12 +568,12 @@ func TestRelayScriptsKernel(t *testing.T) {
 		}
 		return nftIn(t, ns, "list", "ruleset")
 	}
-	setup, err := RelaySetupScript("eth0", []netip.Addr{netip.MustParseAddr("198.51.100.100"), netip.MustParseAddr("2001:db8::100")}, time.Second)
+	setup, err := RelaySetupScript("eth0", []netip.Addr{netip.MustParseAddr("198.51.100.100"), netip.MustParseAddr("2001:db8::100")}, time.Second, 131*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run(setup)
-	if got := run(setup); strings.Count(got, "chain prerouting") != 2 || strings.Count(got, "map "+RelayMap) != 2 {
+	if got := run(setup); strings.Count(got, "chain prerouting") != 2 || strings.Count(got, "map "+RelayMap) != 2 || strings.Count(got, "map "+RelayLiveMap) != 2 {
 		t.Errorf("after the setup twice:\n%s", got)
 	}
 	if got := run(RelayTeardownScript()); strings.Contains(got, RelayTable) {
@@ -454,7 +602,7 @@ func BenchmarkRelayAdd(b *testing.B) {
 					if bc.replaced {
 						vip, to = netip.MustParseAddr("198.51.100.100"), netip.AddrFrom4([4]byte{198, 51, 100, byte(11 + i%2)})
 					}
-					if err := r.add(vip, to, time.Minute); err != nil {
+					if err := r.add(RelayMap, vip, to, time.Minute); err != nil {
 						b.Fatal(err)
 					}
 				}

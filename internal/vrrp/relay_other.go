@@ -14,6 +14,7 @@ type Relay struct {
 	Interface string
 	VIPs      []netip.Addr
 	For       time.Duration
+	Live      time.Duration
 	Own       func(netip.Addr) bool
 	Relayed   func(vip, to netip.Addr)
 	Failed    func(error)
@@ -27,3 +28,6 @@ func (r *Relay) Observe(Observation) {}
 
 // TakenOver does nothing off Linux.
 func (r *Relay) TakenOver(vip, from netip.Addr, d time.Duration) bool { return false }
+
+// Advertised does nothing off Linux.
+func (r *Relay) Advertised(Observation) {}

@@ -510,10 +510,14 @@ func lingerDrainer(d *vrrp.Drainer) {
 // CAP_NET_ADMIN the hand-overs still work, with a reset for the connections
 // open at that moment. The returned func waits for its tables to go.
 func (l *LBConfig) startRelay(ctx context.Context, m *cluster.Model, own func(netip.Addr) bool) (*vrrp.Relay, func()) {
+	advert := m.Spec().VRRP.AdvertInterval
 	r := &vrrp.Relay{
 		Interface: m.Interface(),
 		VIPs:      m.VIPs(),
-		Own:       own,
+		// The LiveHolder window: a router silent for longer has stopped,
+		// and its connections are gone with it.
+		Live: lb.MasterDown(advert) - advert,
+		Own:  own,
 		Relayed: func(vip, to netip.Addr) {
 			handoverRelays.WithLabelValues("started").Inc()
 			log.Infof("%s resigned by %s: its open connections' packets go back to it for %s", vip, to, vrrp.DefaultRelay)
