@@ -18,6 +18,8 @@ type linkFixture struct {
 	guard    *Guard
 	heard    *Heard
 	resigned []Observation
+	// advertised: what reached the relay's live map (Relay.Advertised).
+	advertised []Observation
 }
 
 var (
@@ -36,10 +38,11 @@ func newLinkFixture() *linkFixture {
 			{Name: "ocp4_ingress_v4", VRID: 223, VIPs: addrs("192.0.2.10")},
 			{Name: "ocp4_ingress_v6", VRID: 223, V6: true},
 		},
-		Guard:    f.guard,
-		Heard:    f.heard,
-		Resigned: func(o Observation) { f.resigned = append(f.resigned, o) },
-		Own:      func(a netip.Addr) bool { return a == netip.MustParseAddr("198.51.100.11") },
+		Guard:      f.guard,
+		Heard:      f.heard,
+		Resigned:   func(o Observation) { f.resigned = append(f.resigned, o) },
+		Advertised: func(o Observation) { f.advertised = append(f.advertised, o) },
+		Own:        func(a netip.Addr) bool { return a == netip.MustParseAddr("198.51.100.11") },
 		Neighbors: func() map[netip.Addr][]MAC {
 			return map[netip.Addr][]MAC{
 				netip.MustParseAddr("198.51.100.12"):  {peerMAC12},
@@ -60,7 +63,8 @@ func advertFrom(src string, mac MAC, vrid, prio uint8, vips ...string) Observati
 
 // TestLinkVerdicts: each advert is judged once, and only a group peer's
 // advert for exactly its group's VIPs under its router ID reaches Heard
-// (priority above 0) or the relay (priority 0); everything about the
+// and the relay's live map (priority above 0) or the relay (priority 0);
+// everything about the
 // cluster reaches the guard; the rest nothing.
 func TestLinkVerdicts(t *testing.T) {
 	many := []string{"192.0.2.5"}
@@ -102,6 +106,9 @@ func TestLinkVerdicts(t *testing.T) {
 			peer := tc.want == Peer
 			if n := len(f.resigned); n != btoi(peer && tc.o.Advert.Priority == 0) {
 				t.Errorf("relay told %d times", n)
+			}
+			if n := len(f.advertised); n != btoi(peer && tc.o.Advert.Priority > 0) {
+				t.Errorf("relay's live map told %d times", n)
 			}
 			heard := len(f.heard.From(globalAddrs(tc.o.Advert.Addresses)[0], now.Add(-time.Second))) > 0
 			if heard != (peer && tc.o.Advert.Priority > 0) {
@@ -160,6 +167,9 @@ func TestLinkFloodBounded(t *testing.T) {
 	}
 	if len(f.resigned) != 1 || f.resigned[0].Source != netip.MustParseAddr("198.51.100.12") || f.resigned[0].MAC != peerMAC12 {
 		t.Errorf("relay told %v, want only the peer's resignation", f.resigned)
+	}
+	if len(f.advertised) != 0 {
+		t.Errorf("relay's live map told of %d forged adverts", len(f.advertised))
 	}
 	f.heard.mu.Lock()
 	heardVIPs := len(f.heard.from)
