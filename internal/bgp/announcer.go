@@ -63,6 +63,15 @@ func (a *Announcer) SetGroups(gs []Group) {
 	a.wake()
 }
 
+// SetServices sets the Services' groups this node may announce (from the
+// Services' watch; plans do not carry them).
+func (a *Announcer) SetServices(gs []Group) {
+	a.mu.Lock()
+	a.state.Services = slices.Clone(gs)
+	a.mu.Unlock()
+	a.wake()
+}
+
 // SetHealth records a check's verdict.
 func (a *Announcer) SetHealth(check string, ok bool) {
 	a.mu.Lock()
@@ -77,6 +86,7 @@ func (a *Announcer) State() State {
 	defer a.mu.Unlock()
 	s := a.state
 	s.Groups = slices.Clone(s.Groups)
+	s.Services = slices.Clone(s.Services)
 	s.Healthy = maps.Clone(s.Healthy)
 	return s
 }

@@ -24,10 +24,15 @@ type Group struct {
 // check (absent: not known yet, so not announced) and whether the node is
 // going away.
 type State struct {
-	Groups   []Group
+	Groups []Group
+	// Services are the Services' addresses this node may announce now (a
+	// second source beside the plan's groups, from the Services' watch).
+	Services []Group
 	Healthy  map[string]bool
 	Draining bool
 }
+
+func (s State) all() []Group { return slices.Concat(s.Groups, s.Services) }
 
 // Routes are the host routes to announce: every VIP of an eligible group
 // whose check passes, none while draining. Sorted, without duplicates.
@@ -36,7 +41,7 @@ func (s State) Routes() []netip.Prefix {
 		return nil
 	}
 	var out []netip.Prefix
-	for _, g := range s.Groups {
+	for _, g := range s.all() {
 		if !s.Healthy[g.Check] {
 			continue
 		}
@@ -53,7 +58,7 @@ func (s State) Routes() []netip.Prefix {
 // answered rather than reset.
 func (s State) Local() []netip.Prefix {
 	var out []netip.Prefix
-	for _, g := range s.Groups {
+	for _, g := range s.all() {
 		for _, v := range g.VIPs {
 			out = append(out, Host(v))
 		}

@@ -23,6 +23,7 @@ func pfx(s ...string) []netip.Prefix {
 var (
 	apiGroup = Group{Name: "api", Check: "api", VIPs: []netip.Addr{netip.MustParseAddr("10.91.100.1"), netip.MustParseAddr("fd00:91:100::1")}}
 	ingress  = Group{Name: "ingress", Check: "ingress", VIPs: []netip.Addr{netip.MustParseAddr("10.91.100.2")}}
+	svcs     = Group{Name: "services", Check: "services", VIPs: []netip.Addr{netip.MustParseAddr("10.91.100.16"), netip.MustParseAddr("fd00:91:100::10")}}
 )
 
 func TestStateRoutes(t *testing.T) {
@@ -40,6 +41,11 @@ func TestStateRoutes(t *testing.T) {
 			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "10.91.100.2", "fd00:91:100::1")},
 		{"healthy but not eligible", State{Groups: []Group{ingress}, Healthy: map[string]bool{"api": true}}, nil, pfx("10.91.100.2")},
 		{"draining", State{Groups: []Group{apiGroup}, Healthy: map[string]bool{"api": true}, Draining: true}, nil, pfx("10.91.100.1", "fd00:91:100::1")},
+		{"Services beside the groups", State{Groups: []Group{apiGroup}, Services: []Group{svcs}, Healthy: map[string]bool{"api": true, "services": true}},
+			pfx("10.91.100.1", "10.91.100.16", "fd00:91:100::1", "fd00:91:100::10"), pfx("10.91.100.1", "10.91.100.16", "fd00:91:100::1", "fd00:91:100::10")},
+		{"Services not known healthy yet", State{Groups: []Group{apiGroup}, Services: []Group{svcs}, Healthy: map[string]bool{"api": true}},
+			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "10.91.100.16", "fd00:91:100::1", "fd00:91:100::10")},
+		{"Services draining", State{Services: []Group{svcs}, Healthy: map[string]bool{"services": true}, Draining: true}, nil, pfx("10.91.100.16", "fd00:91:100::10")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,6 +180,29 @@ func TestAnnouncerHealth(t *testing.T) {
 	if got := ev.String(); strings.Count(got, "hold") != 2 || !strings.HasSuffix(got, "announce []; hold []; close") {
 		t.Errorf("events: %s\nwant one hold while healthy or not, and the goodbye", got)
 	}
+}
+
+// TestAnnouncerServices: the Services' addresses come and go by
+// SetServices without a plan, and a new plan (SetGroups) leaves them.
+func TestAnnouncerServices(t *testing.T) {
+	ev := &events{}
+	a := NewAnnouncer(fakeSpeaker{ev}, fakeLocal{ev}, quiet{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx, time.Second) }()
+	a.SetGroups([]Group{apiGroup})
+	a.SetHealth("api", true)
+	a.SetHealth("services", true)
+	a.SetServices([]Group{svcs})
+	all := pfx("10.91.100.1", "10.91.100.16", "fd00:91:100::1", "fd00:91:100::10")
+	waitRoutes(t, a, all)
+	a.SetGroups([]Group{apiGroup, ingress})
+	a.SetHealth("ingress", true)
+	waitRoutes(t, a, pfx("10.91.100.1", "10.91.100.2", "10.91.100.16", "fd00:91:100::1", "fd00:91:100::10"))
+	a.SetServices(nil)
+	waitRoutes(t, a, pfx("10.91.100.1", "10.91.100.2", "fd00:91:100::1"))
+	cancel()
+	<-done
 }
 
 func waitRoutes(t *testing.T, a *Announcer, want []netip.Prefix) {

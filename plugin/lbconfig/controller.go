@@ -237,6 +237,12 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 
 	if ann := l.announcer(); ann != nil {
 		defer l.startProbers(ctx, ctl.Model, nil, ann, nil)()
+		if l.services == nil {
+			// A reload that dropped 'services': the process's announcer
+			// must not keep the last instance's.
+			ann.SetServices(nil)
+			servicesAnnounced.Set(0)
+		}
 	}
 	if _, ok := l.outputs[lb.Keepalived]; ok {
 		drainer := newDrainer(ctl.Model)
@@ -340,10 +346,19 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	}
 	defer kube.Follow(ctx, client)()
 	status.client.Store(&client)
+	var svcs *serviceAnnouncer
+	if ann := l.announcer(); ann != nil && l.services != nil {
+		svcs = &serviceAnnouncer{ann: ann, node: ctl.Model.NodeName(), own: ctl.Model.VIPs()}
+		wg.Go(func() { l.announceServices(ctx, client, svcs) })
+	}
 	watcher := kube.New(client, o)
 	w.Store(watcher)
 	l.watcher.Store(watcher)
 	err = watcher.Run(ctx, func(ctx context.Context, s cluster.Snapshot) error {
+		if svcs != nil {
+			self, _ := s.Node(ctl.Model.NodeName())
+			svcs.setExcluded(self.Excluded)
+		}
 		applyMu.Lock()
 		defer applyMu.Unlock()
 		return ctl.Apply(ctx, s)

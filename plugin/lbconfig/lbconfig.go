@@ -34,6 +34,8 @@ type LBConfig struct {
 	guardWindow time.Duration
 	// statusNS, when set, is the namespace of the VIP holder Leases.
 	statusNS string
+	// services, when set, announces the Services' addresses (vip-mode bgp).
+	services *serviceOpts
 	// tools validates renders; tests point it into a network namespace.
 	tools lb.Tools
 	// newClient replaces the kubeconfig lookup in tests (a fake clientset).

@@ -41,7 +41,7 @@ func TestMetricNaming(t *testing.T) {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
 	}
-	if n != 15 {
-		t.Errorf("Found %d lbconfig metrics, want 15", n)
+	if n != 16 {
+		t.Errorf("Found %d lbconfig metrics, want 16", n)
 	}
 }

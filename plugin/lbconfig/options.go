@@ -206,6 +206,13 @@ var options = []option{
 		p.spec.BGP.Peers = append(p.spec.BGP.Peers, peer)
 		return err
 	}},
+	{name: "services", bgpOnly: true, parse: func(p *parsing, args []string) error {
+		if len(args) > 1 || len(args) == 1 && args[0] != "default" {
+			return p.c.Errf("services takes nothing, or 'default' (also the Services with no loadBalancerClass): %q", args)
+		}
+		p.l.services = &serviceOpts{isDefault: len(args) == 1}
+		return nil
+	}},
 }
 
 // optionOf names the option that sets a cluster model key, or the key

@@ -121,6 +121,9 @@ func (p *parsing) finish() (*LBConfig, error) {
 			return nil, p.errAt(line, "%s is a setting of vip-mode bgp, and this block has no 'vip-mode bgp'", o.name)
 		}
 	}
+	if line := p.given["services"]; line != 0 && l.kubeconfig == "" {
+		return nil, p.errAt(line, "services needs 'kubeconfig PATH': the Services and their endpoints come from the API")
+	}
 	ka, ha := l.outputs[lb.Keepalived], l.outputs[lb.HAProxyCfg]
 	if ka.path != "" && ka.path == ha.path {
 		return nil, p.errAt(p.once.Line("haproxy"), "keepalived and haproxy both write %s", ka.path)

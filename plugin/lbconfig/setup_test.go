@@ -135,6 +135,12 @@ func TestParse(t *testing.T) {
 				t.Errorf("peer 2 = %+v", q)
 			}
 		}},
+		{name: "bgp with services", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /h.cfg\nkubeconfig /k\nvip-mode bgp\nbgp-asn 64513\nbgp-peer 10.0.0.1 64512\nservices default\n}",
+			check: func(t *testing.T, l *LBConfig) {
+				if l.services == nil || !l.services.isDefault {
+					t.Errorf("services = %+v, want the default class too", l.services)
+				}
+			}},
 		{name: "bgp table hand-off on a worker (no output)", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\ningress-vip 192.0.2.6\nvip-mode bgp\nbgp-speaker table 200\n}",
 			check: func(t *testing.T, l *LBConfig) {
 				if b := l.model.Spec().BGP; b.Speaker != cluster.SpeakerTable || b.Table != 200 {
@@ -244,6 +250,9 @@ func TestParseRefuses(t *testing.T) {
 		{"bgp with keepalived", block("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512"), "Testfile:4 - Error during parsing: vip-mode bgp announces the VIPs over BGP; keepalived would hold them with VRRP: a VIP is one or the other (drop 'keepalived' or 'vip-mode bgp')"},
 		{"bgp setting without bgp mode", block("bgp-asn 64513"), at + "bgp-asn is a setting of vip-mode bgp, and this block has no 'vip-mode bgp'"},
 		{"bgp peer without bgp mode", block("bgp-peer 10.0.0.1 64512"), at + "bgp-peer is a setting of vip-mode bgp, and this block has no 'vip-mode bgp'"},
+		{"services without bgp mode", block("kubeconfig /etc/k", "services"), "Testfile:6 - Error during parsing: services is a setting of vip-mode bgp, and this block has no 'vip-mode bgp'"},
+		{"services without a kubeconfig", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512", "services"), "Testfile:8 - Error during parsing: services needs 'kubeconfig PATH': the Services and their endpoints come from the API"},
+		{"services with a class", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512", "kubeconfig /etc/k", "services metallb"), "Testfile:9 - Error during parsing: services takes nothing, or 'default' (also the Services with no loadBalancerClass): [\"metallb\"]"},
 		{"unknown vip mode", bgpBlock("vip-mode ospf"), "Testfile:5 - Error during parsing: vip-mode: \"ospf\": want vrrp or bgp"},
 		{"bgp without peers", bgpBlock("vip-mode bgp", "bgp-asn 64513"), at + "bgp-peer, vip-mode: BGP mode needs at least one peer (the ToR) to announce the VIPs to"},
 		{"bgp asn not a number", bgpBlock("vip-mode bgp", "bgp-asn AS64513"), "Testfile:6 - Error during parsing: bgp-asn: AS number \"AS64513\": want a number in [1, 4294967294]"},

@@ -19,6 +19,7 @@ import (
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/test/e2e/lab"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -67,7 +68,26 @@ type bgpLab struct {
 	nodes   []*bgpNode
 	client  *lab.Process
 	fakeapi string
+	// services: lbconfig announces the Services (and lbpools allocates
+	// their addresses: TestBGPServices).
+	services bool
+	// watch is the route the faults watch at the ToR (zero: the API VIP's).
+	watch netip.Prefix
 }
+
+// bgpLabOpts are what a test adds to the lab.
+type bgpLabOpts struct {
+	// services: a dual-stack API server, the pools of bgpPools, and every
+	// node's lbconfig with 'services' beside an lbpools.
+	services bool
+}
+
+// bgpPools are the Services' pools of the lab: inside the prefixes the
+// ToR accepts host routes in.
+const bgpPools = `pools:
+- name: lab
+  addresses: [10.91.100.16-10.91.100.31, fd00:91:100::10-fd00:91:100::1f]
+`
 
 func (b *bgpLab) haConf(i int) string { return filepath.Join(b.nodes[i].dir, "haproxy.cfg") }
 func (b *bgpLab) haSock(i int) string { return filepath.Join(b.nodes[i].dir, "haproxy-master.sock") }
@@ -76,11 +96,16 @@ func (b *bgpLab) haSock(i int) string { return filepath.Join(b.nodes[i].dir, "ha
 // the ToR has a next hop for the VIP through every node and the client is
 // served. tableNode >= 0 makes that node hand its routes to an FRR of its
 // own through kernel table 198 instead of speaking BGP itself.
-func startBGPLab(t *testing.T, tor string, tableNode int, kube bool) *bgpLab {
+func startBGPLab(t *testing.T, tor string, tableNode int, withKube bool) *bgpLab {
+	t.Helper()
+	return startBGPLabWith(t, tor, tableNode, withKube, bgpLabOpts{})
+}
+
+func startBGPLabWith(t *testing.T, tor string, tableNode int, withKube bool, opts bgpLabOpts) *bgpLab {
 	t.Helper()
 	fakeapi := vrrpBuildFakeAPI(t)
 	l := lab.New(t, lab.Config{Prefix: "bgp" + tor, Nodes: 3, Client: true, Routed: true, TeardownGrace: 2 * time.Second})
-	b := &bgpLab{t: t, lab: l, fakeapi: fakeapi}
+	b := &bgpLab{t: t, lab: l, fakeapi: fakeapi, services: opts.services}
 	cfg := lab.ToRConfig{ASN: bgpToRASN, BFD: true, VIPs: bgpVIPPrefixes}
 	base := t.TempDir()
 	for i, n := range l.Nodes() {
@@ -94,10 +119,25 @@ func startBGPLab(t *testing.T, tor string, tableNode int, kube bool) *bgpLab {
 			cfg.Peers = append(cfg.Peers, lab.ToRPeer{Addr: n.IPv6, ASN: bn.asn})
 		}
 	}
-	if kube {
-		b.kube = startLabKube(t, l)
+	if withKube {
+		var extra []string
+		if opts.services {
+			extra = []string{"--service-cluster-ip-range=10.96.0.0/24,fd00:96::/112"}
+		}
+		b.kube = startLabKubeWith(t, l, extra...)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		if opts.services {
+			for _, ns := range []string{"infradns", "shop"} {
+				if _, err := b.kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.PoolsConfigMap}, Data: map[string]string{kube.PoolsKey: bgpPools}}
+			if _, err := b.kube.Client.CoreV1().ConfigMaps("infradns").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var addrs, names []string
 		for _, n := range l.Nodes() {
 			if _, err := b.kube.Client.CoreV1().Nodes().Create(ctx, controlPlaneNode(n.Name, n.IPv4.String()), metav1.CreateOptions{}); err != nil {
@@ -166,7 +206,7 @@ func startBGPLab(t *testing.T, tor string, tableNode int, kube bool) *bgpLab {
 	}
 	t.Logf("IPv6 VIP %s: next hops %v", bgpVIP6, hs6)
 	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(bgpVIP, vrrpLBPort))
-	if kube {
+	if withKube {
 		hs, err := b.tor.WaitNextHops(ctx, netip.PrefixFrom(bgpIngressVIP, 32), 3)
 		if err != nil {
 			b.dump()
@@ -220,6 +260,13 @@ func (b *bgpLab) startCoreDNS(i int) {
 		// The routers' health is theirs to tell; here every router is up.
 		source = fmt.Sprintf("kubeconfig %s\n        ingress-vip %s\n        ingress-service default/router\n        health-check ingress none", b.kube.Kubeconfig, bgpIngressVIP)
 	}
+	var lbpools string
+	if b.services {
+		// Every node announces the Services; lbpools on each (one elected
+		// writer) gives them their addresses.
+		speaker += "\n        services"
+		lbpools = fmt.Sprintf("lbpools {\n        kubeconfig %s\n        identity %s\n        lease infradns/%s 3s\n    }", b.kube.Kubeconfig, bn.n.Name, kube.AllocatorLease)
+	}
 	conf := fmt.Sprintf(`.:1053 {
     lbconfig {
         cluster %s
@@ -234,11 +281,12 @@ func (b *bgpLab) startCoreDNS(i int) {
         vip-mode bgp
         %s
     }
+    %s
     prometheus 127.0.0.1:9155
     whoami
 }
 `, bgpCluster, bn.n.Name, bgpVIP, bgpVIP6, source, vrrpLBPort, vrrpHealthPort,
-		b.haConf(i), b.haSock(i), filepath.Join(bn.dir, "track"), speaker)
+		b.haConf(i), b.haSock(i), filepath.Join(bn.dir, "track"), speaker, lbpools)
 	bn.coredns = startCorefile(b.t, bn.n, bn.dir, conf)
 }
 
@@ -284,8 +332,16 @@ exit
 	}
 }
 
+// prefix is the route the faults watch.
+func (b *bgpLab) prefix() netip.Prefix {
+	if b.watch.IsValid() {
+		return b.watch
+	}
+	return bgpPrefix()
+}
+
 func (b *bgpLab) nextHops() []netip.Addr {
-	hs, err := b.tor.NextHops(bgpPrefix())
+	hs, err := b.tor.NextHops(b.prefix())
 	if err != nil {
 		b.t.Fatalf("next hops: %v", err)
 	}
@@ -298,7 +354,7 @@ func (b *bgpLab) waitNextHops(what string, n int) []netip.Addr {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bgpRouteBound*3)
 	defer cancel()
-	hs, err := b.tor.WaitNextHops(ctx, bgpPrefix(), n)
+	hs, err := b.tor.WaitNextHops(ctx, b.prefix(), n)
 	if err != nil {
 		b.dump()
 		b.t.Fatalf("%s: want %d next hops: %v (now %v)", what, n, err, b.nextHops())
@@ -392,7 +448,7 @@ func (b *bgpLab) checkECMP(what string) time.Time {
 	from := time.Now()
 	time.Sleep(time.Second)
 	sp := b.spread(from)
-	b.t.Logf("ECMP (%s): API VIP next hops %v; 1 s of requests served by %v", what, b.nextHops(), sp)
+	b.t.Logf("ECMP (%s): next hops of %s %v; 1 s of requests served by %v", what, b.prefix(), b.nextHops(), sp)
 	if len(sp) < 2 {
 		b.t.Errorf("requests served by %v: want at least 2 nodes (ECMP)", sp)
 	}

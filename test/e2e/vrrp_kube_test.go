@@ -51,12 +51,19 @@ func vrrpStartKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
 // that namespace.
 func startLabKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
 	t.Helper()
+	return startLabKubeWith(t, l)
+}
+
+// startLabKubeWith is startLabKube with more kube-apiserver arguments.
+func startLabKubeWith(t *testing.T, l *lab.Lab, apiserverArgs ...string) *kubetest.Cluster {
+	t.Helper()
 	ns := l.AddClient("kubeapi")
 	return kubetest.StartWith(t, kubetest.Options{
-		BindAddress: ns.IPv4.String(),
-		Wrap:        []string{"ip", "netns", "exec", ns.NS},
-		Dial:        ns.DialContext,
-		Listen:      ns.Listen,
+		BindAddress:        ns.IPv4.String(),
+		Wrap:               []string{"ip", "netns", "exec", ns.NS},
+		Dial:               ns.DialContext,
+		Listen:             ns.Listen,
+		ExtraAPIServerArgs: apiserverArgs,
 	})
 }
 

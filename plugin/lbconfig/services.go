@@ -1,0 +1,113 @@
+package lbconfig
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/infradns/infradns/internal/bgp"
+	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/kube"
+)
+
+var servicesAnnounced = promauto.NewGauge(prometheus.GaugeOpts{
+	Namespace: plugin.Namespace,
+	Subsystem: pluginName,
+	Name:      "services_announced",
+	Help:      "Gauge of the Services' load-balancer addresses this node announces (vip-mode bgp, 'services').",
+})
+
+// serviceOpts is the 'services' option: announce the addresses of the
+// Services of type LoadBalancer of our class (and with no class, isDefault).
+type serviceOpts struct {
+	isDefault bool
+}
+
+// serviceAnnouncer feeds the Services this node may announce to the BGP
+// announcer: a source of its own beside the plans, so a Service's change
+// renders nothing and a plan leaves the Services alone.
+type serviceAnnouncer struct {
+	ann  *bgp.Announcer
+	node string
+	// own are the cluster's API and ingress VIPs: announced by their
+	// groups, never for a Service that claims one in its status.
+	own []netip.Addr
+
+	mu       sync.Mutex
+	svcs     []cluster.LBService
+	synced   bool
+	excluded bool
+	refused  map[netip.Addr]bool // logged once each
+}
+
+func (s *serviceAnnouncer) setServices(svcs []cluster.LBService) {
+	s.mu.Lock()
+	s.svcs, s.synced = svcs, true
+	s.mu.Unlock()
+	s.push()
+}
+
+// setExcluded follows the node's exclude-from-external-load-balancers
+// label (an administrator's drain): its Services go too.
+func (s *serviceAnnouncer) setExcluded(on bool) {
+	s.mu.Lock()
+	changed := s.excluded != on
+	s.excluded = on
+	s.mu.Unlock()
+	if changed {
+		log.Infof("Services: %s %s", s.node, map[bool]string{true: "excluded from load balancers: withdrawing its Services' addresses", false: "no longer excluded from load balancers"}[on])
+		s.push()
+	}
+}
+
+func (s *serviceAnnouncer) push() {
+	s.mu.Lock()
+	if !s.synced {
+		s.mu.Unlock()
+		return
+	}
+	vips := cluster.ServiceVIPs(s.svcs, s.node, s.excluded)
+	vips = slices.DeleteFunc(vips, func(a netip.Addr) bool {
+		if !slices.Contains(s.own, a) {
+			return false
+		}
+		if !s.refused[a] {
+			if s.refused == nil {
+				s.refused = map[netip.Addr]bool{}
+			}
+			s.refused[a] = true
+			log.Warningf("Services: %s is a VIP of the cluster: not announced for a Service", a)
+		}
+		return true
+	})
+	s.mu.Unlock()
+	servicesAnnounced.Set(float64(len(vips)))
+	var gs []bgp.Group
+	if len(vips) > 0 {
+		gs = []bgp.Group{{Name: "services", Check: cluster.CheckServices, VIPs: vips}}
+	}
+	s.ann.SetServices(gs)
+}
+
+// announceServices follows the Services until ctx ends (see
+// kube.AnnounceWatcher): the announcer's groups of them stay as they were
+// while the API is away.
+func (l *LBConfig) announceServices(ctx context.Context, client kube.Client, s *serviceAnnouncer) {
+	// No check of ours yet: announced once eligible (kube-proxy on the
+	// node forwards what arrives).
+	s.ann.SetHealth(cluster.CheckServices, true)
+	w := kube.NewAnnounceWatcher(client, kube.AnnounceOptions{
+		Class:   cluster.LoadBalancerClass,
+		Default: l.services.isDefault,
+		Dropped: func(d kube.Drop) {
+			droppedValues.WithLabelValues(d.Field, d.Reason).Inc()
+			log.Warningf("Services: left out: %s %s %q (%s)", d.Object, d.Field, d.Value, d.Reason)
+		},
+	})
+	w.Run(ctx, s.setServices)
+}
