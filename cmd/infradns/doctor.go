@@ -306,6 +306,10 @@ func lbconfigAccess(v nodecfg.Values, shared bool) access {
 	if shared {
 		a.need = append(a.need, nodesServiceAccess(v)...)
 	}
+	if v.LBServices {
+		// deploy/lb-services.yaml: the Local Services' endpoints.
+		a.need = append(a.need, ask{"list", "discovery.k8s.io", "endpointslices", ""}, ask{"watch", "discovery.k8s.io", "endpointslices", ""})
+	}
 	return a
 }
 
@@ -390,7 +394,7 @@ func checkAPI(ctx context.Context, prefix, path string, a access) []finding {
 	}
 	switch {
 	case len(missing) > 0:
-		out = append(out, finding{fail, prefix + "RBAC", "not allowed: " + strings.Join(missing, ", "), "kubectl apply -f deploy/rbac.yaml (and deploy/nodes-service.yaml with nodesService), with this kubeconfig's user " + user})
+		out = append(out, finding{fail, prefix + "RBAC", "not allowed: " + strings.Join(missing, ", "), "kubectl apply -f deploy/rbac.yaml (and deploy/nodes-service.yaml with nodesService, deploy/lb-services.yaml with lbPools in BGP mode), with this kubeconfig's user " + user})
 	case len(extra) > 0:
 		out = append(out, finding{warn, prefix + "RBAC", "allowed more than needed: " + strings.Join(extra, ", "), "use the user " + user + " of deploy/rbac.yaml, not an administrator's kubeconfig: every node holds it"})
 	default:

@@ -168,3 +168,32 @@ func TestBGPFileRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestLBServicesBGP: with lbPools in BGP mode every node's lbconfig also
+// announces the Services (with the default option when lbPools asks for
+// it); in VRRP mode, or without lbPools, none does.
+func TestLBServicesBGP(t *testing.T) {
+	for _, tc := range []struct {
+		role, node, lbPools string
+		want                string // "" for no services option
+	}{
+		{ControlPlane, "master-0", "class", "        services\n"},
+		{Worker, "worker-8", "default", "        services default\n"},
+		{Worker, "worker-8", "false", ""},
+		{Worker, "worker-8", "", ""},
+	} {
+		t.Run(tc.node+" "+tc.lbPools, func(t *testing.T) {
+			f := bgpFile(t, tc.role, tc.node)
+			f.LBPools = tc.lbPools
+			got := string(render(t, f)[LBCorefile].Data)
+			if tc.want == "" && strings.Contains(got, "services") || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("want %q in:\n%s", tc.want, got)
+			}
+		})
+	}
+	f := exampleFile(t)
+	f.Role, f.LBPools = Worker, "default"
+	if got := string(render(t, f)[LBCorefile].Data); strings.Contains(got, "services") {
+		t.Errorf("VRRP mode: lbconfig announces Services:\n%s", got)
+	}
+}

@@ -32,7 +32,10 @@ type Values struct {
 	LBServiceNames bool
 	// LBPools renders lbpools in lbconfig's Corefile (control-plane nodes,
 	// with Kubeconfig); LBPoolsDefault adds its default option.
-	LBPools, LBPoolsDefault       bool
+	LBPools, LBPoolsDefault bool
+	// LBServices: lbconfig announces the Services' addresses (lbPools in
+	// BGP mode, every node with Kubeconfig; deploy/lb-services.yaml).
+	LBServices                    bool
 	ReverseZones                  []string // CIDRs
 	Unicast                       bool
 	VRRPVersion                   int
@@ -557,6 +560,9 @@ func (f File) namespaces(v *Values) error {
 		// workers and the bootstrap node have no part in it.
 		v.LBPools = f.Role == ControlPlane && v.Kubeconfig != ""
 		v.LBPoolsDefault = f.LBPools == "default"
+		// Announced by every node over BGP; the VRRP mode does not
+		// announce Services yet.
+		v.LBServices = v.BGP && v.Kubeconfig != ""
 	default:
 		return f.errorf([]string{"lbPools"}, "%q: want class (Services of class %s), default (and those with no class) or false", f.LBPools, cluster.LoadBalancerClass)
 	}

@@ -366,6 +366,69 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 
 	workerIdentity(t, ctx, c, dir, certs["infradns-worker"], client)
 	dnsIdentity(t, ctx, c, dir, certs["infradns-dns"])
+
+	// deploy/lb-services.yaml (lbPools in BGP mode): lbconfig's services
+	// option reads the EndpointSlices of every namespace. Without it the
+	// watch never lists; with it both lbconfig identities see the
+	// Services to announce, and the DNS pod's still sees no slice.
+	workerClient, _ := identity(t, ctx, c, dir, "infradns-worker", certs["infradns-worker"])
+	if err := lbAnnounceSees(ctx, client, "apps/shop"); err == nil {
+		t.Error("infradns: the Services to announce listed before deploy/lb-services.yaml")
+	}
+	applyRBAC(t, ctx, admin, lab.Path(t, "deploy/lb-services.yaml"))
+	for user, cl := range map[string]kube.Client{"infradns": client, "infradns-worker": workerClient} {
+		// The grant is what is checked: wait for the authorizer to have it.
+		lab.Eventually(t, 10*time.Second, 20*time.Millisecond, "the RBAC authorizer sees deploy/lb-services.yaml for "+user, func() error {
+			r, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: "watch", Group: "discovery.k8s.io", Resource: "endpointslices"}}}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			if !r.Status.Allowed {
+				return errors.New("not allowed yet")
+			}
+			return nil
+		})
+		if err := lbAnnounceSees(ctx, cl, "apps/shop"); err != nil {
+			t.Errorf("%s with deploy/lb-services.yaml: %v", user, err)
+		}
+	}
+	_, dnsAs := identity(t, ctx, c, dir, "infradns-dns", certs["infradns-dns"])
+	forbidden("infradns-dns with deploy/lb-services.yaml: list EndpointSlices in apps", func() error {
+		_, err := dnsAs.DiscoveryV1().EndpointSlices("apps").List(ctx, metav1.ListOptions{})
+		return err
+	})
+}
+
+// lbAnnounceSees runs lbconfig's Services watch (kube.AnnounceWatcher,
+// Services with no class included) until its first list, at most 5 s, and
+// looks for key in it.
+func lbAnnounceSees(ctx context.Context, client kube.Client, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	got := make(chan []cluster.LBService, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		kube.NewAnnounceWatcher(client, kube.AnnounceOptions{Class: cluster.LoadBalancerClass, Default: true}).Run(ctx, func(svcs []cluster.LBService) {
+			select {
+			case got <- svcs:
+			default:
+			}
+		})
+	})
+	defer wg.Wait()
+	defer cancel()
+	select {
+	case svcs := <-got:
+		for _, s := range svcs {
+			if s.Key() == key {
+				return nil
+			}
+		}
+		return fmt.Errorf("Services %v: no %s", svcs, key)
+	case <-ctx.Done():
+		return errors.New("no list of the Services to announce within 5 s (forbidden?)")
+	}
 }
 
 // identity is a node's view as user: the plugins' client and a clientset
