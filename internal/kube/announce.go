@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -119,17 +120,9 @@ func sameLBService(a, b cluster.LBService) bool {
 // their ready endpoints from slices (discoveryv1.EndpointSlice), sorted
 // by namespace and name.
 func LBServices(svcs, slicesIn []any, class string, isDefault bool, drop func(Drop)) []cluster.LBService {
-	bySvc := map[string][]*discoveryv1.EndpointSlice{}
-	for _, o := range slicesIn {
-		sl, ok := o.(*discoveryv1.EndpointSlice)
-		if !ok {
-			continue
-		}
-		if name := sl.Labels[discoveryv1.LabelServiceName]; name != "" {
-			bySvc[sl.Namespace+"/"+name] = append(bySvc[sl.Namespace+"/"+name], sl)
-		}
-	}
+	type key struct{ namespace, name string }
 	var out []cluster.LBService
+	local := map[key]int{} // the Local ones: their index in out
 	for _, o := range svcs {
 		svc, ok := o.(*corev1.Service)
 		if !ok || !Ours(svc, class, isDefault) {
@@ -142,11 +135,28 @@ func LBServices(svcs, slicesIn []any, class string, isDefault bool, drop func(Dr
 		lb := cluster.LBService{Namespace: s.Namespace, Name: s.Name, Addrs: s.Addrs,
 			Local: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal}
 		if lb.Local {
-			lb.Nodes = readyNodes(bySvc[lb.Key()], drop)
+			local[key{lb.Namespace, lb.Name}] = len(out)
 		}
 		out = append(out, lb)
 	}
-	slices.SortFunc(out, func(a, b cluster.LBService) int { return strings.Compare(a.Key(), b.Key()) })
+	// Only the Local Services' slices are read: the others' (most of a
+	// cluster's) cost a map lookup each.
+	bySvc := map[int][]*discoveryv1.EndpointSlice{}
+	for _, o := range slicesIn {
+		sl, ok := o.(*discoveryv1.EndpointSlice)
+		if !ok {
+			continue
+		}
+		if i, ok := local[key{sl.Namespace, sl.Labels[discoveryv1.LabelServiceName]}]; ok {
+			bySvc[i] = append(bySvc[i], sl)
+		}
+	}
+	for i, sls := range bySvc {
+		out[i].Nodes = readyNodes(sls, drop)
+	}
+	slices.SortFunc(out, func(a, b cluster.LBService) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	return out
 }
 
