@@ -18,6 +18,7 @@ import (
 	"github.com/miekg/dns"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -60,7 +61,7 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 	nodes := fs.Bool("nodes", false, "also ask every Node's metrics endpoints (the cluster file's metricsAddress must let them be reached)")
 	lbPort := fs.Int("lb-metrics-port", 9155, "the lbconfig pod's metrics port")
 	dnsPort := fs.Int("dns-metrics-port", 9153, "the DNS pod's metrics port")
-	services := fs.Bool("services", false, "also list the Services of type LoadBalancer: their addresses, the names lbservices answers (lbServiceNames) and, with the pools of ConfigMap infradns/lb-pools (lbPools), why a Service is pending and what each pool has left")
+	services := fs.Bool("services", false, "also list the Services of type LoadBalancer: their addresses, the names lbservices answers (lbServiceNames) and, with the pools of ConfigMap infradns/lb-pools (lbPools), why a Service is pending and what each pool has left, and in vipMode bgp which nodes announce it")
 	domain := fs.String("domain", "", "with -services: the cluster domain the names are below (default: the cluster file's)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,8 +92,9 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("status: -cluster: %w", err)
 		}
 	}
-	// Without the cluster file, lbpools is taken to serve its class only.
-	lbDefault := false
+	// Without the cluster file, lbpools is taken to serve its class only,
+	// and the Services not to be announced by infradns.
+	lbDefault, announced := false, false
 	if *services && *file != "" {
 		f, err := readClusterFile(*file)
 		if err != nil {
@@ -102,6 +104,7 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 			*domain = f.Domain
 		}
 		lbDefault = f.LBPools == "default"
+		announced = f.VIPMode == cluster.ModeBGP && (f.LBPools == "class" || f.LBPools == "default")
 	}
 	if *services && *domain == "" {
 		return errors.New("status: -services needs the cluster domain: -f CLUSTER.yaml or -domain DOMAIN")
@@ -174,6 +177,17 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 			}
 			annotate(svcRows, alloc)
 			poolRows = pools
+		}
+		if announced {
+			el, err := cache.ToListerWithContext(client.EndpointSlices(metav1.NamespaceAll, "")).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				return fmt.Errorf("status: EndpointSlices (who announces the Local Services): %w", err)
+			}
+			sls, ok := el.(*discoveryv1.EndpointSliceList)
+			if !ok {
+				return fmt.Errorf("status: EndpointSlices: unexpected %T", el)
+			}
+			announcers(svcRows, list.Items, sls.Items, lbDefault)
 		}
 	}
 	return printStatus(out, rows, nodeRows, svcRows, poolRows, *format, time.Now())

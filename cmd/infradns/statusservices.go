@@ -13,6 +13,7 @@ import (
 	"github.com/infradns/infradns/internal/lbpool"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // serviceRow is one Service of type LoadBalancer as `infradns status
@@ -29,6 +30,43 @@ type serviceRow struct {
 	// Orphaned the addresses it keeps that no pool of its namespace holds.
 	Pending  string   `json:"pending,omitempty"`
 	Orphaned []string `json:"orphaned,omitempty"`
+	// AnnouncedBy says which nodes announce its addresses over BGP (the
+	// cluster file's lbPools in vipMode bgp): "every node" for the policy
+	// Cluster, the nodes with a ready endpoint for Local; nil: not
+	// announced by infradns (another class, or VRRP mode).
+	AnnouncedBy []string `json:"announcedBy,omitempty"`
+}
+
+// everyNode is AnnouncedBy for a Service of the policy Cluster.
+const everyNode = "every node"
+
+// announcers fills in AnnouncedBy as every node's lbconfig decides it
+// (kube.LBServices over the same objects): list's Services of our class
+// (and with isDefault those with no class), their EndpointSlices in
+// slicesIn.
+func announcers(rows []serviceRow, list []corev1.Service, slicesIn []discoveryv1.EndpointSlice, isDefault bool) {
+	svcs := make([]any, len(list))
+	for i := range list {
+		svcs[i] = &list[i]
+	}
+	sls := make([]any, len(slicesIn))
+	for i := range slicesIn {
+		sls[i] = &slicesIn[i]
+	}
+	by := map[string][]string{}
+	for _, s := range kube.LBServices(svcs, sls, kube.DefaultClass, isDefault, func(kube.Drop) {}) {
+		switch {
+		case !s.Local:
+			by[s.Key()] = []string{everyNode}
+		case len(s.Nodes) == 0:
+			by[s.Key()] = []string{"no node: no ready endpoint (Local)"}
+		default:
+			by[s.Key()] = s.Nodes
+		}
+	}
+	for i := range rows {
+		rows[i].AnnouncedBy = by[rows[i].Service]
+	}
 }
 
 // poolRow is one pool and family as `infradns status -services` prints it.
@@ -124,7 +162,12 @@ func serviceRows(list []corev1.Service, label, domain string) []serviceRow {
 
 func printServices(out io.Writer, rows []serviceRow) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tADDRESSES\tNAMES")
+	announced := slices.ContainsFunc(rows, func(r serviceRow) bool { return r.AnnouncedBy != nil })
+	if announced {
+		fmt.Fprintln(tw, "SERVICE\tADDRESSES\tANNOUNCED BY\tNAMES")
+	} else {
+		fmt.Fprintln(tw, "SERVICE\tADDRESSES\tNAMES")
+	}
 	for _, r := range rows {
 		addrs, names := strings.Join(r.Addresses, ","), strings.Join(r.Names, ",")
 		if len(r.Addresses) == 0 {
@@ -138,6 +181,14 @@ func printServices(out io.Writer, rows []serviceRow) error {
 		}
 		if r.Refused != "" {
 			names += " (hostname " + r.Refused + ")"
+		}
+		if announced {
+			by := strings.Join(r.AnnouncedBy, ",")
+			if len(r.Addresses) == 0 || by == "" {
+				by = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Service, addrs, by, names)
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Service, addrs, names)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/infradns/infradns/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -99,5 +100,54 @@ default  IPv6    0     4
 	cm.Data[kube.PoolsKey] = "pools: [{name: x}]"
 	if _, _, err := allocation(list, cm, false); err == nil || !strings.Contains(err.Error(), `ConfigMap infradns/lb-pools key pools.yaml:1: pool "x": no addresses`) {
 		t.Errorf("a broken ConfigMap: %v", err)
+	}
+}
+
+// TestServiceRowsAnnounced: with lbPools in BGP mode, `status -services`
+// says who announces each Service of ours, as every node's lbconfig
+// decides it: every node for Cluster, the nodes of its ready endpoints for
+// Local, none without one; other classes and pending Services: "-".
+func TestServiceRowsAnnounced(t *testing.T) {
+	lb := corev1.ServiceTypeLoadBalancer
+	class := kube.DefaultClass
+	ours := func(s corev1.Service, local bool) corev1.Service {
+		s.Spec.LoadBalancerClass = &class
+		if local {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}
+		return s
+	}
+	list := []corev1.Service{
+		ours(statusService("shop", "web", lb, "", "192.0.2.10"), false),
+		ours(statusService("shop", "db", lb, "", "192.0.2.11"), true),
+		ours(statusService("shop", "idle", lb, "", "192.0.2.12"), true),
+		ours(statusService("shop", "wants", lb, ""), false),
+		statusService("shop", "metallb", lb, "", "203.0.113.5"),
+	}
+	ready, notReady := true, false
+	node := func(n string) *string { return &n }
+	sls := []discoveryv1.EndpointSlice{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db-1", Labels: map[string]string{discoveryv1.LabelServiceName: "db"}},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.128.0.1"}, NodeName: node("worker-2"), Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
+			{Addresses: []string{"10.128.0.2"}, NodeName: node("worker-1"), Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
+			{Addresses: []string{"10.128.0.3"}, NodeName: node("worker-3"), Conditions: discoveryv1.EndpointConditions{Ready: &notReady}},
+		},
+	}}
+	rows := serviceRows(list, "lb", "ocp4.example.com.")
+	announcers(rows, list, sls, false)
+	var out bytes.Buffer
+	if err := printServices(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := `SERVICE       ADDRESSES    ANNOUNCED BY                        NAMES
+shop/db       192.0.2.11   worker-1,worker-2                   db.shop.lb.ocp4.example.com
+shop/idle     192.0.2.12   no node: no ready endpoint (Local)  idle.shop.lb.ocp4.example.com
+shop/metallb  203.0.113.5  -                                   metallb.shop.lb.ocp4.example.com
+shop/wants    <pending>    -                                   -
+shop/web      192.0.2.10   every node                          web.shop.lb.ocp4.example.com
+`
+	if got := out.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
