@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/test/e2e/lab"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ import (
 //   - the faults on the Cluster Service's route as for the VIPs: the
 //     speaker killed and a silent link (BFD), a graceful stop (no request
 //     failed but the ToR's rehash), a drain label;
+//   - two Services sharing an address: announced while either has it;
 //   - a deleted Service withdrawn everywhere.
 func TestBGPServices(t *testing.T) {
 	b := startBGPLabWith(t, "frr", -1, true, bgpLabOpts{services: true})
@@ -39,14 +41,17 @@ func TestBGPServices(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	svcs := c.CoreV1().Services("shop")
-	create := func(name string, local, dual bool) {
+	createOn := func(name string, port int32, share string, local, dual bool) {
 		t.Helper()
 		class := cluster.LoadBalancerClass
 		s := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class,
-				Ports:                 []corev1.ServicePort{{Name: "https", Port: bgpRouterPort, TargetPort: intstr.FromInt32(bgpRouterPort)}},
+				Ports:                 []corev1.ServicePort{{Name: "https", Port: port, TargetPort: intstr.FromInt32(port)}},
 				ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster},
+		}
+		if share != "" {
+			s.Annotations = map[string]string{kube.AnnotationSharing: share}
 		}
 		if local {
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
@@ -60,6 +65,7 @@ func TestBGPServices(t *testing.T) {
 			t.Fatalf("create Service %s: %v", name, err)
 		}
 	}
+	create := func(name string, local, dual bool) { t.Helper(); createOn(name, bgpRouterPort, "", local, dual) }
 	// addrs waits for lbpools to give Service name n addresses.
 	addrs := func(name string, n int) []netip.Addr {
 		t.Helper()
@@ -191,6 +197,29 @@ func TestBGPServices(t *testing.T) {
 			t.Errorf("services_announced on %s = %s, want %s", b.nodes[i].n.Name, got, want)
 		}
 	}
+
+	// Two Services sharing one address (a sharing key, other ports): the
+	// route stays while either has it.
+	createOn("mail-a", 25, "mail", false, false)
+	createOn("mail-b", 587, "mail", false, false)
+	mail := addrs("mail-a", 1)[0]
+	if got := addrs("mail-b", 1)[0]; got != mail {
+		t.Fatalf("shop/mail-b got %s, shop/mail-a %s: want one shared address", got, mail)
+	}
+	hops("shared address announced by every node", mail, time.Now(), all...)
+	if err := svcs.Delete(ctx, "mail-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a second for a wrong withdrawal to show
+	if hs, err := b.tor.NextHops(host(mail)); err != nil || len(hs) != 3 {
+		t.Errorf("shared address %s after one of its two Services was deleted: next hops %v (%v), want 3", mail, hs, err)
+	}
+	t4 := time.Now()
+	if err := svcs.Delete(ctx, "mail-b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d = hops("shared address withdrawn with its last Service", mail, t4)
+	t.Logf("shared address %s: kept while one of its two Services had it, withdrawn %d ms after the last was deleted", mail, d.Milliseconds())
 
 	// Faults on shop/web's route, as for the VIPs; haproxy's health gates
 	// the API group, not the Services.
