@@ -34,8 +34,10 @@ type LBConfig struct {
 	guardWindow time.Duration
 	// statusNS, when set, is the namespace of the VIP holder Leases.
 	statusNS string
-	// services, when set, announces the Services' addresses (vip-mode bgp).
-	services *serviceOpts
+	// services, when set, announces the Services' addresses (vip-mode bgp);
+	// servicesHealth is the URL that gates them ("" or none: nothing).
+	services       *serviceOpts
+	servicesHealth string
 	// tools validates renders; tests point it into a network namespace.
 	tools lb.Tools
 	// newClient replaces the kubeconfig lookup in tests (a fake clientset).

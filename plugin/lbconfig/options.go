@@ -84,11 +84,17 @@ var options = []option{
 		return nil
 	}},
 	{name: "health-check", keys: []string{cluster.KeyHealth}, perArg: true, parse: func(p *parsing, args []string) error {
-		if len(args) != 2 || (args[0] != cluster.CheckAPI && args[0] != cluster.CheckIngress) {
-			return p.c.Errf("health-check needs api|ingress and URL|none")
+		if len(args) != 2 || (args[0] != cluster.CheckAPI && args[0] != cluster.CheckIngress && args[0] != cluster.CheckServices) {
+			return p.c.Errf("health-check needs api|ingress|services and URL|none")
 		}
 		if err := cluster.CheckHealthURL(args[1]); err != nil {
 			return p.c.Errf("health-check %s: %v", args[0], err)
+		}
+		if args[0] == cluster.CheckServices {
+			// lbconfig's own gate of the Services it announces, not a
+			// VIP group's: the cluster model has no Services.
+			p.l.servicesHealth = args[1]
+			return nil
 		}
 		if p.spec.Health == nil {
 			p.spec.Health = map[string]string{}

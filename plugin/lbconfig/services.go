@@ -13,6 +13,7 @@ import (
 	"github.com/infradns/infradns/internal/bgp"
 	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/kube"
+	"github.com/infradns/infradns/internal/lb"
 )
 
 var servicesAnnounced = promauto.NewGauge(prometheus.GaugeOpts{
@@ -98,9 +99,22 @@ func (s *serviceAnnouncer) push() {
 // kube.AnnounceWatcher): the announcer's groups of them stay as they were
 // while the API is away.
 func (l *LBConfig) announceServices(ctx context.Context, client kube.Client, s *serviceAnnouncer) {
-	// No check of ours yet: announced once eligible (kube-proxy on the
-	// node forwards what arrives).
-	s.ann.SetHealth(cluster.CheckServices, true)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if u := l.servicesHealth; u == "" || u == cluster.HealthNone {
+		// No check: announced once eligible.
+		s.ann.SetHealth(cluster.CheckServices, true)
+	} else {
+		// What forwards their traffic on this node (kube-proxy's
+		// /healthz): failing, every Service's route is withdrawn and the
+		// addresses stay held, as for a VIP group's check.
+		p := &lb.Prober{URL: u, Interval: lb.DefaultProbeInterval, Rise: 2, Fall: 2,
+			Changed: func(ok bool) {
+				log.Infof("services health %s: %s", map[bool]string{true: "ok", false: "failing"}[ok], u)
+				s.ann.SetHealth(cluster.CheckServices, ok)
+			}}
+		wg.Go(func() { _ = p.Run(ctx) })
+	}
 	w := kube.NewAnnounceWatcher(client, kube.AnnounceOptions{
 		Class:   cluster.LoadBalancerClass,
 		Default: l.services.isDefault,

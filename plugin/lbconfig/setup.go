@@ -121,6 +121,9 @@ func (p *parsing) finish() (*LBConfig, error) {
 			return nil, p.errAt(line, "%s is a setting of vip-mode bgp, and this block has no 'vip-mode bgp'", o.name)
 		}
 	}
+	if l.servicesHealth != "" && l.services == nil {
+		return nil, p.errAt(p.once.Line("health-check services"), "health-check services gates the Services' addresses, and this block has no 'services'")
+	}
 	if line := p.given["services"]; line != 0 && l.kubeconfig == "" {
 		return nil, p.errAt(line, "services needs 'kubeconfig PATH': the Services and their endpoints come from the API")
 	}

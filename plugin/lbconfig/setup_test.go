@@ -135,10 +135,16 @@ func TestParse(t *testing.T) {
 				t.Errorf("peer 2 = %+v", q)
 			}
 		}},
-		{name: "bgp with services", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /h.cfg\nkubeconfig /k\nvip-mode bgp\nbgp-asn 64513\nbgp-peer 10.0.0.1 64512\nservices default\n}",
+		{name: "bgp with services", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\nhaproxy /h.cfg\nkubeconfig /k\nvip-mode bgp\nbgp-asn 64513\nbgp-peer 10.0.0.1 64512\nservices default\nhealth-check services http://127.0.0.1:10256/healthz\n}",
 			check: func(t *testing.T, l *LBConfig) {
 				if l.services == nil || !l.services.isDefault {
 					t.Errorf("services = %+v, want the default class too", l.services)
+				}
+				if l.servicesHealth != "http://127.0.0.1:10256/healthz" {
+					t.Errorf("servicesHealth = %q", l.servicesHealth)
+				}
+				if h := l.model.Spec().Health; h[cluster.CheckServices] != "" {
+					t.Errorf("the model's health checks got the Services' URL: %v", h)
 				}
 			}},
 		{name: "bgp table hand-off on a worker (no output)", input: "lbconfig {\ncluster a\napi-vip 192.0.2.5\ningress-vip 192.0.2.6\nvip-mode bgp\nbgp-speaker table 200\n}",
@@ -236,7 +242,8 @@ func TestParseRefuses(t *testing.T) {
 		{"bad backend", block("backends master-0"), at + "invalid backend \"master-0\": want ADDRESS or ADDRESS:PORT"},
 		{"backend 0.0.0.0", block("backends 0.0.0.0"), at + "backends: 0.0.0.0:6443: the unspecified address"},
 		{"backend multicast", block("backends 224.0.0.1:6443"), at + "backends: 224.0.0.1:6443: a multicast address"},
-		{"health-check kind", block("health-check dns none"), at + "health-check needs api|ingress and URL|none"},
+		{"health-check kind", block("health-check dns none"), at + "health-check needs api|ingress|services and URL|none"},
+		{"health-check services without services", bgpBlock("vip-mode bgp", "bgp-asn 64513", "bgp-peer 10.0.0.1 64512", "health-check services http://127.0.0.1:10256/healthz"), "Testfile:8 - Error during parsing: health-check services gates the Services' addresses, and this block has no 'services'"},
 		{"health-check url", block("health-check api 127.0.0.1:9454"), at + "health-check api: \"127.0.0.1:9454\" is not an http(s) URL with a host, or none"},
 		{"health-check without a host", block("health-check api http://"), at + "health-check api: \"http://\" is not an http(s) URL with a host, or none"},
 		{"vrrp-guard", block("vrrp-guard 2m"), at + "vrrp-guard must be a duration in (0, 1m] or off: \"2m\""},

@@ -32,7 +32,8 @@ import (
 //     Service without an endpoint announced nowhere;
 //   - the faults on the Cluster Service's route as for the VIPs: the
 //     speaker killed and a silent link (BFD), a graceful stop (no request
-//     failed but the ToR's rehash), a drain label;
+//     failed but the ToR's rehash), a drain label, and the check that
+//     gates the Services (kube-proxy's /healthz, a stand-in here) failing;
 //   - two Services sharing an address: announced while either has it;
 //   - a deleted Service withdrawn everywhere.
 func TestBGPServices(t *testing.T) {
@@ -230,6 +231,16 @@ func TestBGPServices(t *testing.T) {
 		}
 	}
 	b.run(b.drain(), rounds)
+	// kube-proxy's health failing on a node (its stand-in stopped): the
+	// node withdraws the Services' routes; the router there still serves,
+	// so nothing fails.
+	b.run(bgpFault{name: "kube-proxy's /healthz failing", graceful: true, dropBound: bgpBFDBound,
+		do: func(i int) {
+			if err := b.nodes[i].proxy.Kill(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		restore: func(i int) { b.startProxy(i) }}, rounds)
 
 	// Deleted: withdrawn everywhere.
 	t3 := time.Now()

@@ -56,7 +56,13 @@ type bgpNode struct {
 	asn              uint32
 	table            bool // hands its routes to an FRR on the node
 	coredns, haproxy *lab.Process
+	// proxy stands in for kube-proxy's /healthz (services labs), which
+	// gates the Services' routes.
+	proxy *lab.Process
 }
+
+// bgpProxyHealth is where the services lab's kube-proxy stand-ins answer.
+const bgpProxyHealth = "127.0.0.1:10256"
 
 type bgpLab struct {
 	t   *testing.T
@@ -231,7 +237,16 @@ func (b *bgpLab) startNode(i int) {
 	if b.kube != nil {
 		n.Start("router", []string{b.fakeapi, "serve", "-name", n.Name, "-listen", fmt.Sprintf("0.0.0.0:%d", bgpRouterPort)})
 	}
+	if b.services {
+		b.startProxy(i)
+	}
 	b.startCoreDNS(i)
+}
+
+// startProxy starts node i's kube-proxy health stand-in.
+func (b *bgpLab) startProxy(i int) {
+	bn := b.nodes[i]
+	bn.proxy = bn.n.Start("kube-proxy", []string{b.fakeapi, "serve", "-http", "-name", bn.n.Name, "-listen", bgpProxyHealth})
 }
 
 // waitConfig waits for node i's lbconfig to write haproxy's configuration.
@@ -264,7 +279,7 @@ func (b *bgpLab) startCoreDNS(i int) {
 	if b.services {
 		// Every node announces the Services; lbpools on each (one elected
 		// writer) gives them their addresses.
-		speaker += "\n        services"
+		speaker += "\n        services\n        health-check services http://" + bgpProxyHealth + "/healthz"
 		lbpools = fmt.Sprintf("lbpools {\n        kubeconfig %s\n        identity %s\n        lease infradns/%s 3s\n    }", b.kube.Kubeconfig, bn.n.Name, kube.AllocatorLease)
 	}
 	conf := fmt.Sprintf(`.:1053 {
