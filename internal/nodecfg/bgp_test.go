@@ -196,4 +196,17 @@ func TestLBServicesBGP(t *testing.T) {
 	if got := string(render(t, f)[LBCorefile].Data); strings.Contains(got, "services") {
 		t.Errorf("VRRP mode: lbconfig announces Services:\n%s", got)
 	}
+	f.LBServicesHealthURL = "http://127.0.0.1:10256/healthz"
+	if _, err := f.Values(); err == nil || !strings.Contains(err.Error(), "lbServicesHealthURL: gates the Services' routes, which only lbPools in vipMode bgp announces") {
+		t.Errorf("lbServicesHealthURL in VRRP mode: %v, want an error naming the key", err)
+	}
+	g := bgpFile(t, Worker, "worker-8")
+	g.LBPools, g.LBServicesHealthURL = "class", "http://127.0.0.1:10256/healthz"
+	if got := string(render(t, g)[LBCorefile].Data); !strings.Contains(got, "        services\n        health-check services http://127.0.0.1:10256/healthz\n") {
+		t.Errorf("want the services check in:\n%s", got)
+	}
+	g.LBServicesHealthURL = "127.0.0.1:10256"
+	if _, err := g.Values(); err == nil || !strings.Contains(err.Error(), "lbServicesHealthURL") {
+		t.Errorf("lbServicesHealthURL not a URL: %v, want an error naming the key", err)
+	}
 }

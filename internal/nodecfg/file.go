@@ -88,6 +88,9 @@ type File struct {
 	// "class" allocates for Services of class infradns.io/lb, "default"
 	// for those with no class too; "" or "false": not at all.
 	LBPools string
+	// LBServicesHealthURL gates the Services' routes a node announces
+	// (lbPools in BGP mode): kube-proxy's /healthz, or none (default).
+	LBServicesHealthURL string
 	// MetricsAddress is where the metrics endpoints listen (loopback when
 	// not set).
 	MetricsAddress netip.Addr
@@ -136,24 +139,25 @@ var keys = map[string]key{
 		f.NoStatusLeases = !on
 		return nil
 	}},
-	"unicast":          {"true or false", boolean(func(f *File) *bool { return &f.Unicast })},
-	"vrrpVersion":      {"2 or 3", integer(func(f *File) *int { return &f.VRRPVersion })},
-	"advertInterval":   {"a duration such as 100ms", duration(func(f *File) *time.Duration { return &f.AdvertInterval })},
-	"failover":         {"fast or stable", str(func(f *File) *string { return &f.Failover })},
-	"routerIDs":        {"{api: ID, ingress: ID or [ID, ...]}", routerIDs},
-	"apiPort":          {"a port", port(func(f *File) *uint16 { return &f.APIPort })},
-	"lbPort":           {"a port", port(func(f *File) *uint16 { return &f.LBPort })},
-	"lbHealthPort":     {"a port", port(func(f *File) *uint16 { return &f.HealthPort })},
-	"ingressService":   {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
-	"ingressHealthURL": {"an http(s) URL or none", str(func(f *File) *string { return &f.IngressHealthURL })},
-	"nodesService":     {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
-	"lbServiceNames":   {"true or false", boolean(func(f *File) *bool { return &f.LBServiceNames })},
-	"lbPools":          {"class, default or false", str(func(f *File) *string { return &f.LBPools })},
-	"reverseZones":     {"a list of CIDRs such as 192.0.2.0/24", prefixes(func(f *File) *[]netip.Prefix { return &f.ReverseZones })},
-	"metricsAddress":   {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
-	"vipMode":          {"vrrp or bgp", str(func(f *File) *string { return &f.VIPMode })},
-	"resolver":         {"networkmanager or systemd-resolved", str(func(f *File) *string { return &f.Resolver })},
-	"bgp":              {"{asn: ASN, peers: [{address: ADDRESS, asn: ASN}], ...}", bgpSection},
+	"unicast":             {"true or false", boolean(func(f *File) *bool { return &f.Unicast })},
+	"vrrpVersion":         {"2 or 3", integer(func(f *File) *int { return &f.VRRPVersion })},
+	"advertInterval":      {"a duration such as 100ms", duration(func(f *File) *time.Duration { return &f.AdvertInterval })},
+	"failover":            {"fast or stable", str(func(f *File) *string { return &f.Failover })},
+	"routerIDs":           {"{api: ID, ingress: ID or [ID, ...]}", routerIDs},
+	"apiPort":             {"a port", port(func(f *File) *uint16 { return &f.APIPort })},
+	"lbPort":              {"a port", port(func(f *File) *uint16 { return &f.LBPort })},
+	"lbHealthPort":        {"a port", port(func(f *File) *uint16 { return &f.HealthPort })},
+	"ingressService":      {"NAMESPACE/NAME", str(func(f *File) *string { return &f.IngressService })},
+	"ingressHealthURL":    {"an http(s) URL or none", str(func(f *File) *string { return &f.IngressHealthURL })},
+	"nodesService":        {"NAMESPACE/NAME", str(func(f *File) *string { return &f.NodesService })},
+	"lbServiceNames":      {"true or false", boolean(func(f *File) *bool { return &f.LBServiceNames })},
+	"lbPools":             {"class, default or false", str(func(f *File) *string { return &f.LBPools })},
+	"lbServicesHealthURL": {"an http(s) URL or none", str(func(f *File) *string { return &f.LBServicesHealthURL })},
+	"reverseZones":        {"a list of CIDRs such as 192.0.2.0/24", prefixes(func(f *File) *[]netip.Prefix { return &f.ReverseZones })},
+	"metricsAddress":      {"an address", addr(func(f *File) *netip.Addr { return &f.MetricsAddress })},
+	"vipMode":             {"vrrp or bgp", str(func(f *File) *string { return &f.VIPMode })},
+	"resolver":            {"networkmanager or systemd-resolved", str(func(f *File) *string { return &f.Resolver })},
+	"bgp":                 {"{asn: ASN, peers: [{address: ADDRESS, asn: ASN}], ...}", bgpSection},
 }
 
 // Parse reads a cluster file. Errors say FILE:LINE: KEY: what is wrong, in

@@ -35,7 +35,9 @@ type Values struct {
 	LBPools, LBPoolsDefault bool
 	// LBServices: lbconfig announces the Services' addresses (lbPools in
 	// BGP mode, every node with Kubeconfig; deploy/lb-services.yaml).
-	LBServices                    bool
+	LBServices bool
+	// LBServicesHealthURL gates them (health-check services).
+	LBServicesHealthURL           string
 	ReverseZones                  []string // CIDRs
 	Unicast                       bool
 	VRRPVersion                   int
@@ -563,8 +565,19 @@ func (f File) namespaces(v *Values) error {
 		// Announced by every node over BGP; the VRRP mode does not
 		// announce Services yet.
 		v.LBServices = v.BGP && v.Kubeconfig != ""
+		if v.LBServices {
+			v.LBServicesHealthURL = f.LBServicesHealthURL
+		}
 	default:
 		return f.errorf([]string{"lbPools"}, "%q: want class (Services of class %s), default (and those with no class) or false", f.LBPools, cluster.LoadBalancerClass)
+	}
+	if u := f.LBServicesHealthURL; u != "" {
+		if err := cluster.CheckHealthURL(u); err != nil {
+			return f.errorf([]string{"lbServicesHealthURL"}, "%v", err)
+		}
+		if f.VIPMode != cluster.ModeBGP || f.LBPools == "" || f.LBPools == "false" {
+			return f.errorf([]string{"lbServicesHealthURL"}, "gates the Services' routes, which only lbPools in vipMode bgp announces")
+		}
 	}
 	return nil
 }
