@@ -59,15 +59,9 @@ func (w *AnnounceWatcher) HasSynced() bool { return w.synced.Load() }
 // then once per burst of changes that alter what it is given. During an
 // API outage the last listings stay: nothing is withdrawn for it.
 func (w *AnnounceWatcher) Run(ctx context.Context, h AnnounceHandler) {
-	kick := make(chan struct{}, 1)
-	changed := func() {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	svcs := NewMirror(changed, TrimClaimService)
-	eps := NewMirror(changed, trimSliceNodes)
+	k := newKicker()
+	svcs := NewMirror(k.kick, TrimClaimService)
+	eps := NewMirror(k.kick, trimSliceNodes)
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -78,36 +72,20 @@ func (w *AnnounceWatcher) Run(ctx context.Context, h AnnounceHandler) {
 	})
 	drops := &dropper{report: w.opts.Dropped}
 	var last []cluster.LBService
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-kick:
-		}
+	k.loop(ctx, w.opts.Debounce, w.synced.Load, func() {
 		if !svcs.HasSynced() || !eps.HasSynced() {
 			// A Local Service read before the slices would look as if it
 			// had no endpoint anywhere: nothing until both are in.
-			continue
-		}
-		if w.synced.Load() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(w.opts.Debounce):
-			}
-			select {
-			case <-kick: // folded into this call
-			default:
-			}
+			return
 		}
 		out := LBServices(svcs.List(), eps.List(), w.opts.Class, w.opts.Default, drops.add)
 		if w.synced.Load() && slices.EqualFunc(out, last, sameLBService) {
-			continue // an update nothing here reads
+			return // an update nothing here reads
 		}
 		last = out
 		w.synced.Store(true)
 		h(slices.Clone(out))
-	}
+	})
 }
 
 func sameLBService(a, b cluster.LBService) bool {

@@ -66,15 +66,9 @@ func (w *ServiceWatcher) Run(ctx context.Context, h ServiceHandler) {
 		case <-time.After(rand.N(w.opts.StartJitter)):
 		}
 	}
-	kick := make(chan struct{}, 1)
-	changed := func() {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
+	k := newKicker()
 	drops := &dropper{report: w.opts.Dropped}
-	store := newServiceStore(changed, drops.add)
+	store := newServiceStore(k.kick, drops.add)
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -86,28 +80,12 @@ func (w *ServiceWatcher) Run(ctx context.Context, h ServiceHandler) {
 	// Every Service of the cluster is decoded, but only a change of what
 	// the names read (type, load-balancer IPs, the hostname annotation)
 	// reaches h: the store compares before it asks.
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-kick:
-		}
-		if w.synced.Load() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(w.opts.Debounce):
-			}
-			select {
-			case <-kick: // folded into this call
-			default:
-			}
-		}
+	k.loop(ctx, w.opts.Debounce, w.synced.Load, func() {
 		// Synced before the handler hears it: whoever the handler tells
 		// must find HasSynced true (a test saw it false in that window).
 		w.synced.Store(true)
 		h(store.Services())
-	}
+	})
 }
 
 // serviceStore is the reflector's store: each Service of type LoadBalancer
