@@ -405,13 +405,27 @@ func TestRBACAgainstKubeAPIServer(t *testing.T) {
 // Services with no class included) until its first list, at most 5 s, and
 // looks for key in it.
 func lbAnnounceSees(ctx context.Context, client kube.Client, key string) error {
+	w := kube.NewAnnounceWatcher(client, kube.AnnounceOptions{Class: cluster.LoadBalancerClass, Default: true})
+	svcs, ok := firstCall(ctx, func(ctx context.Context, h func([]cluster.LBService)) { w.Run(ctx, h) })
+	if !ok {
+		return errors.New("no list of the Services to announce within 5 s (forbidden?)")
+	}
+	if !slices.ContainsFunc(svcs, func(s cluster.LBService) bool { return s.Key() == key }) {
+		return fmt.Errorf("Services %v: no %s", svcs, key)
+	}
+	return nil
+}
+
+// firstCall runs a watcher (its Run) until it first calls its handler, at
+// most 5 s, and returns what it was given.
+func firstCall[T any](ctx context.Context, run func(context.Context, func(T))) (T, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	got := make(chan []cluster.LBService, 1)
+	got := make(chan T, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		kube.NewAnnounceWatcher(client, kube.AnnounceOptions{Class: cluster.LoadBalancerClass, Default: true}).Run(ctx, func(svcs []cluster.LBService) {
+		run(ctx, func(v T) {
 			select {
-			case got <- svcs:
+			case got <- v:
 			default:
 			}
 		})
@@ -419,15 +433,11 @@ func lbAnnounceSees(ctx context.Context, client kube.Client, key string) error {
 	defer wg.Wait()
 	defer cancel()
 	select {
-	case svcs := <-got:
-		for _, s := range svcs {
-			if s.Key() == key {
-				return nil
-			}
-		}
-		return fmt.Errorf("Services %v: no %s", svcs, key)
+	case v := <-got:
+		return v, true
 	case <-ctx.Done():
-		return errors.New("no list of the Services to announce within 5 s (forbidden?)")
+		var zero T
+		return zero, false
 	}
 }
 
@@ -866,30 +876,15 @@ func mdnsnodesSees(ctx context.Context, client kube.Client, node string) error {
 // list, at most 5 s, and checks that it holds the Service key
 // (namespace/name).
 func lbservicesSees(ctx context.Context, client kube.Client, key string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	got := make(chan []cluster.Service, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		kube.NewServiceWatcher(client, kube.ServiceOptions{}).Run(ctx, func(svcs []cluster.Service) {
-			select {
-			case got <- svcs:
-			default:
-			}
-		})
-	})
-	defer wg.Wait()
-	defer cancel()
-	select {
-	case svcs := <-got:
-		for _, s := range svcs {
-			if s.Key() == key {
-				return nil
-			}
-		}
-		return fmt.Errorf("Services %v: no %s", svcs, key)
-	case <-ctx.Done():
+	w := kube.NewServiceWatcher(client, kube.ServiceOptions{})
+	svcs, ok := firstCall(ctx, func(ctx context.Context, h func([]cluster.Service)) { w.Run(ctx, h) })
+	if !ok {
 		return errors.New("no Service list within 5 s (forbidden?)")
 	}
+	if !slices.ContainsFunc(svcs, func(s cluster.Service) bool { return s.Key() == key }) {
+		return fmt.Errorf("Services %v: no %s", svcs, key)
+	}
+	return nil
 }
 
 // firstSnapshot runs internal/kube's watcher (lbconfig's, or mdnsnodes'
