@@ -164,8 +164,24 @@ func newSpeaker(cfg cluster.BGP) (bgp.Speaker, error) {
 	return e, nil
 }
 
-var announcedMu sync.Mutex
-var announcedNow = map[netip.Prefix]bool{}
+var (
+	announcedMu  sync.Mutex
+	announcedNow = map[netip.Prefix]bool{}
+	// announcedKeep are the cluster's VIPs: their series stay, at 0,
+	// when withdrawn. A Service's address loses its series instead: the
+	// Services come and go, and every address ever announced would stay.
+	announcedKeep = map[netip.Addr]bool{}
+)
+
+// keepAnnouncedSeries names the VIPs whose series outlive a withdrawal.
+func keepAnnouncedSeries(vips []netip.Addr) {
+	announcedMu.Lock()
+	defer announcedMu.Unlock()
+	clear(announcedKeep)
+	for _, v := range vips {
+		announcedKeep[v.Unmap()] = true
+	}
+}
 
 func announcedMetric(routes []netip.Prefix) {
 	announcedMu.Lock()
@@ -177,11 +193,15 @@ func announcedMetric(routes []netip.Prefix) {
 		announcedNow[p] = true
 	}
 	for p, on := range announcedNow {
-		v := 0.0
-		if on {
-			v = 1
+		switch {
+		case on:
+			bgpAnnounced.WithLabelValues(p.Addr().String()).Set(1)
+		case announcedKeep[p.Addr()]:
+			bgpAnnounced.WithLabelValues(p.Addr().String()).Set(0)
+		default:
+			bgpAnnounced.DeleteLabelValues(p.Addr().String())
+			delete(announcedNow, p)
 		}
-		bgpAnnounced.WithLabelValues(p.Addr().String()).Set(v)
 	}
 }
 

@@ -236,6 +236,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	defer release()
 
 	if ann := l.announcer(); ann != nil {
+		keepAnnouncedSeries(ctl.Model.VIPs())
 		defer l.startProbers(ctx, ctl.Model, nil, ann, nil)()
 		if l.services == nil {
 			// A reload that dropped 'services': the process's announcer

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/infradns/infradns/internal/bgp"
 	"github.com/infradns/infradns/internal/cluster"
 )
@@ -39,5 +41,31 @@ func TestServiceAnnouncer(t *testing.T) {
 		if g := got(); g != step.want {
 			t.Errorf("%s: announcer's Services %s, want %s", step.name, g, step.want)
 		}
+	}
+}
+
+// TestAnnouncedSeries: a withdrawn VIP keeps its bgp_announced series at
+// 0; a withdrawn Service address loses its series, so Services that come
+// and go leave none behind.
+func TestAnnouncedSeries(t *testing.T) {
+	t.Cleanup(func() {
+		announcedMu.Lock()
+		clear(announcedNow)
+		clear(announcedKeep)
+		announcedMu.Unlock()
+		bgpAnnounced.Reset()
+	})
+	vip, svc := netip.MustParseAddr("192.0.2.5"), netip.MustParseAddr("192.0.2.20")
+	keepAnnouncedSeries([]netip.Addr{vip})
+	announcedMetric([]netip.Prefix{netip.PrefixFrom(vip, 32), netip.PrefixFrom(svc, 32)})
+	if v := testutil.ToFloat64(bgpAnnounced.WithLabelValues(svc.String())); v != 1 {
+		t.Errorf("Service address announced: %v, want 1", v)
+	}
+	announcedMetric(nil)
+	if n := testutil.CollectAndCount(bgpAnnounced); n != 1 {
+		t.Errorf("%d series after both were withdrawn, want the VIP's alone", n)
+	}
+	if v := testutil.ToFloat64(bgpAnnounced.WithLabelValues(vip.String())); v != 0 {
+		t.Errorf("withdrawn VIP: %v, want 0", v)
 	}
 }
