@@ -357,8 +357,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 	l.watcher.Store(watcher)
 	err = watcher.Run(ctx, func(ctx context.Context, s cluster.Snapshot) error {
 		if svcs != nil {
-			self, _ := s.Node(ctl.Model.NodeName())
-			svcs.setExcluded(self.Excluded)
+			svcs.setNode(s.Node(ctl.Model.NodeName()))
 		}
 		applyMu.Lock()
 		defer applyMu.Unlock()

@@ -53,15 +53,23 @@ func (s *serviceAnnouncer) setServices(svcs []cluster.LBService) {
 	s.push()
 }
 
-// setExcluded follows the node's exclude-from-external-load-balancers
-// label (an administrator's drain): its Services go too.
-func (s *serviceAnnouncer) setExcluded(on bool) {
+// setNode follows this node's Node: one labelled
+// exclude-from-external-load-balancers (an administrator's drain), or not
+// registered (yet), announces no Service, as it holds no VIP group.
+func (s *serviceAnnouncer) setNode(n cluster.Node, registered bool) {
+	off, why := false, "eligible"
+	switch {
+	case !registered:
+		off, why = true, "not a registered Node"
+	case n.Excluded:
+		off, why = true, "excluded from load balancers"
+	}
 	s.mu.Lock()
-	changed := s.excluded != on
-	s.excluded = on
+	changed := s.excluded != off
+	s.excluded = off
 	s.mu.Unlock()
 	if changed {
-		log.Infof("Services: %s %s", s.node, map[bool]string{true: "excluded from load balancers: withdrawing its Services' addresses", false: "no longer excluded from load balancers"}[on])
+		log.Infof("Services: %s %s: %s", s.node, why, map[bool]string{true: "announcing none of the Services' addresses", false: "announcing the Services' addresses"}[off])
 		s.push()
 	}
 }

@@ -16,7 +16,7 @@ func TestServiceAnnouncer(t *testing.T) {
 	vip := netip.MustParseAddr("192.0.2.5")
 	s := &serviceAnnouncer{ann: a, node: "worker-1", own: []netip.Addr{vip}}
 	got := func() string { return fmt.Sprint(a.State().Services) }
-	s.setExcluded(false)
+	s.setNode(cluster.Node{Name: "worker-1"}, true)
 	if g := got(); g != "[]" {
 		t.Errorf("before the first list: %s", g)
 	}
@@ -33,8 +33,10 @@ func TestServiceAnnouncer(t *testing.T) {
 		want string
 	}{
 		{"listed", func() { s.setServices(svcs) }, "[{services services [192.0.2.20 192.0.2.22]}]"},
-		{"excluded", func() { s.setExcluded(true) }, "[]"},
-		{"back", func() { s.setExcluded(false) }, "[{services services [192.0.2.20 192.0.2.22]}]"},
+		{"excluded", func() { s.setNode(cluster.Node{Name: "worker-1", Excluded: true}, true) }, "[]"},
+		{"back", func() { s.setNode(cluster.Node{Name: "worker-1"}, true) }, "[{services services [192.0.2.20 192.0.2.22]}]"},
+		{"Node deleted", func() { s.setNode(cluster.Node{}, false) }, "[]"},
+		{"registered again", func() { s.setNode(cluster.Node{Name: "worker-1"}, true) }, "[{services services [192.0.2.20 192.0.2.22]}]"},
 		{"none left", func() { s.setServices(nil) }, "[]"},
 	} {
 		step.do()
