@@ -159,21 +159,23 @@ func (r *Relay) Advertised(o Observation) {
 	from := o.Source.Unmap()
 	for _, a := range o.Advert.Addresses {
 		vip := a.Unmap()
-		if vip.Is6() != from.Is6() || !contains(r.VIPs, vip) || !DrainCopy(netip.PrefixFrom(vip, vip.BitLen()), r.VIPs, arpIgnore(r.Interface)) {
+		if vip.Is6() != from.Is6() || !contains(r.VIPs, vip) {
 			continue
 		}
 		r.mu.Lock()
 		same := r.live[vip] == from
-		if !same {
-			if r.live == nil {
-				r.live = map[netip.Addr]netip.Addr{}
-			}
-			r.live[vip] = from
-		}
 		r.mu.Unlock()
-		if same {
+		// Every advert of the holder comes here (16 a second per VIP at
+		// 60 ms): the sysctl read only when the advertiser changed.
+		if same || !DrainCopy(netip.PrefixFrom(vip, vip.BitLen()), r.VIPs, arpIgnore(r.Interface)) {
 			continue
 		}
+		r.mu.Lock()
+		if r.live == nil {
+			r.live = map[netip.Addr]netip.Addr{}
+		}
+		r.live[vip] = from
+		r.mu.Unlock()
 		if err := r.add(RelayLiveMap, vip, from, r.Live); err != nil {
 			r.mu.Lock()
 			delete(r.live, vip) // tried again at the next advert
