@@ -2,6 +2,7 @@ package lbpools
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -123,7 +124,11 @@ func parse(c *caddy.Controller) (*LBPools, error) {
 		if err != nil {
 			return nil, fmt.Errorf("identity: no host name (%v): set 'identity NAME'", err)
 		}
-		l.identity = strings.ToLower(h)
+		// HOST_SUFFIX, as Kubernetes' own leader election names its
+		// candidates: two instances on hosts of one name (or two Corefiles
+		// on one host) would otherwise both take the Lease for theirs and
+		// both write. render-node sets the node name, unique in a cluster.
+		l.identity = fmt.Sprintf("%s_%08x", strings.ToLower(h), rand.Uint32())
 	}
 	return l, nil
 }

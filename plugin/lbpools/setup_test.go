@@ -1,6 +1,7 @@
 package lbpools
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,13 @@ func TestParse(t *testing.T) {
 		}
 	}
 	l, err := parse(caddy.NewTestController("dns", "lbpools {\n kubeconfig /k\n}"))
-	if err != nil || l.identity == "" || l.retry != time.Second {
-		t.Errorf("defaults: identity %q retry %v err %v; want the host name, 1s", l.identity, l.retry, err)
+	h, _ := os.Hostname()
+	if err != nil || !strings.HasPrefix(l.identity, strings.ToLower(h)+"_") || l.retry != time.Second {
+		t.Errorf("defaults: identity %q retry %v err %v; want HOST_SUFFIX, 1s", l.identity, l.retry, err)
+	}
+	// Two instances on one host (or hosts of one name) must not share an
+	// identity: both would take the Lease as theirs.
+	if m, err := parse(caddy.NewTestController("dns", "lbpools {\n kubeconfig /k\n}")); err != nil || m.identity == l.identity {
+		t.Errorf("two default identities %q and %q (%v), want them different", l.identity, m.identity, err)
 	}
 }
