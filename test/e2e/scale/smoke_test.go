@@ -36,7 +36,9 @@ func TestScaleSmoke(t *testing.T) {
 		r := Measure(ctx, t, c, cfg, o)
 		t.Logf("%s: first answer %v, config %v, RSS %d/%d/%d KiB, %d heartbeats: %v CPU, %.0f renders, %.0f API bytes; address changes %v",
 			r.Config, r.FirstAnswer, r.ConfigWritten, r.RSSSynced>>10, r.RSSAfter>>10, r.Peak>>10, r.Heartbeats, r.CPUBeats, r.Renders, r.APIBytes, r.AddressChange)
-		if r.FirstAnswer <= 0 || (cfg.LBConfig && r.ConfigWritten <= 0) || r.RSSSynced <= 0 || r.Peak < r.RSSSynced || r.Heartbeats == 0 || len(r.AddressChange) != o.AddressChanges {
+		// (Peak is at least the resident sizes sampled, by construction:
+		// the kernel's VmHWM alone once read 20 KB below an earlier VmRSS.)
+		if r.FirstAnswer <= 0 || (cfg.LBConfig && r.ConfigWritten <= 0) || r.RSSSynced <= 0 || r.RSSAfter <= 0 || r.Heartbeats == 0 || len(r.AddressChange) != o.AddressChanges {
 			t.Errorf("%s: a figure is missing: %+v", cfg.Name, r)
 		}
 		if r.Renders != 0 {
