@@ -74,10 +74,14 @@ func (s *serviceAnnouncer) setNode(n cluster.Node, registered bool) {
 	}
 }
 
+// push hands the announcer what the last state allows. It holds mu to the
+// end: the Services' watch and the Node's (setNode) push from two
+// goroutines, and a push computed from the older state must not land after
+// the newer one.
 func (s *serviceAnnouncer) push() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !s.synced {
-		s.mu.Unlock()
 		return
 	}
 	vips := cluster.ServiceVIPs(s.svcs, s.node, s.excluded)
@@ -94,7 +98,6 @@ func (s *serviceAnnouncer) push() {
 		}
 		return true
 	})
-	s.mu.Unlock()
 	servicesAnnounced.Set(float64(len(vips)))
 	var gs []bgp.Group
 	if len(vips) > 0 {
