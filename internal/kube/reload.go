@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -162,6 +163,14 @@ func (r *Reloading) build() (builtClient, error) {
 		b, err := os.ReadFile(*f.file)
 		if err != nil {
 			return builtClient{}, fmt.Errorf("kubeconfig %s: %w", r.path, err)
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			// A file rewritten in place is empty between its truncation
+			// and its write. An empty key with the file's name cleared
+			// built a client with no credential at all (a unit test's
+			// rotation caught it between the key and the certificate);
+			// the next look, once it is written, builds the right one.
+			return builtClient{}, fmt.Errorf("kubeconfig %s: %s is empty", r.path, *f.file)
 		}
 		*f.file, *f.data = "", b
 	}

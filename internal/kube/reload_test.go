@@ -510,6 +510,51 @@ func TestReloadingRefChanged(t *testing.T) {
 	}
 }
 
+// TestReloadingEmptyRef: a certificate or key the kubeconfig names, caught
+// between its truncation and its write (an edit in place), keeps the
+// previous client: built from it, the client had no credential at all
+// (CertNotAfter still the old certificate's, every request anonymous until
+// the next look), which TestReloadingRefChanged's in-place rotation hit.
+func TestReloadingEmptyRef(t *testing.T) {
+	for _, file := range []string{"client.key", "client.crt"} {
+		t.Run(file, func(t *testing.T) {
+			a := newFakeAPI(t, "a")
+			dir := t.TempDir()
+			clientCert(t, dir, "one", false)
+			path := filepath.Join(dir, "kubeconfig")
+			replace(t, path, reloadKubeconfig(a.URL, "client-certificate: client.crt, client-key: client.key"), false)
+			r, l := startReloading(t, path)
+			nodes := r.Nodes(AllNodes)
+			listed(t, nodes)
+			before := r.CertNotAfter()
+			_, warnBefore := l.counts()
+
+			replace(t, filepath.Join(dir, file), "", false)
+			if !eventually(func() bool { _, w := l.counts(); return w > warnBefore }) {
+				t.Fatalf("no warning about the empty %s", file)
+			}
+			l.mu.Lock()
+			last := l.warn[len(l.warn)-1]
+			l.mu.Unlock()
+			if !strings.Contains(last, file+" is empty") || !strings.Contains(last, "keeping the previous client") {
+				t.Errorf("warning %q, want it to name the empty %s and keep the previous client", last, file)
+			}
+			if got := r.CertNotAfter(); !got.Equal(before) {
+				t.Errorf("CertNotAfter %v with an empty %s, want the previous client's %v", got, file, before)
+			}
+			listed(t, nodes)
+			if reqs := a.requests(); reqs[len(reqs)-1] != "/api/v1/nodes  one" {
+				t.Errorf("request %q with an empty %s, want the previous credential", reqs[len(reqs)-1], file)
+			}
+
+			clientCert(t, dir, "two", false)
+			if !eventually(func() bool { return r.CertNotAfter().After(before) }) {
+				t.Fatalf("CertNotAfter %v once both files are written, want the new certificate's", r.CertNotAfter())
+			}
+		})
+	}
+}
+
 // halfWritten is a kubeconfig cut before its cluster: what a reader sees
 // while a writer in place has written only its start.
 func halfWritten() string {
