@@ -1,0 +1,296 @@
+package ecmprelay
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infradns/infradns/internal/lb/netnstest"
+)
+
+// relayLab is a routed fabric in namespaces: a switch namespace routing
+// between two nodes in subnets of their own and a client, spreading the
+// VIPs over both nodes (ECMP, hashed on ports), each node serving HTTP on a
+// wildcard listener and running a Relay.
+type relayLab struct {
+	sw, client string
+	nodes      [2]string
+	addr4      [2]netip.Addr
+	addr6      [2]netip.Addr
+	relays     [2]*Relay
+	vip4, vip6 netip.Addr
+}
+
+func newRelayLab(t *testing.T, underlay6 bool) *relayLab {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Fatalf("nft not found (run hack/install-deps.sh as root): %v", err)
+	}
+	l := &relayLab{vip4: netip.MustParseAddr("10.9.100.1"), vip6: netip.MustParseAddr("fd09:100::1")}
+	mk := func(suffix string) string {
+		ns := fmt.Sprintf("idnse-%d-%s", os.Getpid(), suffix)
+		_ = exec.Command("ip", "netns", "del", ns).Run()
+		netnstest.Run(t, "netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		sysctl(t, ns, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
+		netnstest.Run(t, "-n", ns, "link", "set", "lo", "up")
+		return ns
+	}
+	l.sw = mk("sw")
+	sysctl(t, l.sw, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
+		"net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1")
+	wire := func(ns string, i int) {
+		port := fmt.Sprintf("p%d", i)
+		netnstest.Run(t, "-n", l.sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
+		netnstest.Run(t, "-n", l.sw, "addr", "add", fmt.Sprintf("10.9.%d.1/24", i), "dev", port)
+		netnstest.Run(t, "-n", l.sw, "addr", "add", fmt.Sprintf("fd09:%d::1/64", i), "dev", port, "nodad")
+		netnstest.Run(t, "-n", l.sw, "link", "set", port, "up")
+		netnstest.Run(t, "-n", ns, "addr", "add", fmt.Sprintf("10.9.%d.2/24", i), "dev", "eth0")
+		netnstest.Run(t, "-n", ns, "addr", "add", fmt.Sprintf("fd09:%d::2/64", i), "dev", "eth0", "nodad")
+		netnstest.Run(t, "-n", ns, "link", "set", "eth0", "up")
+		netnstest.Run(t, "-n", ns, "route", "add", "default", "via", fmt.Sprintf("10.9.%d.1", i))
+		netnstest.Run(t, "-n", ns, "-6", "route", "add", "default", "via", fmt.Sprintf("fd09:%d::1", i))
+	}
+	for i := range l.nodes {
+		l.nodes[i] = mk(fmt.Sprintf("n%d", i+1))
+		// A node whose 'all' filter is strict, as many distributions set it.
+		sysctl(t, l.nodes[i], "net.ipv4.conf.all.rp_filter=1")
+		wire(l.nodes[i], i+1)
+		l.addr4[i] = netip.MustParseAddr(fmt.Sprintf("10.9.%d.2", i+1))
+		l.addr6[i] = netip.MustParseAddr(fmt.Sprintf("fd09:%d::2", i+1))
+		netnstest.Run(t, "-n", l.nodes[i], "route", "add", "local", l.vip4.String()+"/32", "dev", "lo", "table", "local")
+		netnstest.Run(t, "-n", l.nodes[i], "-6", "route", "add", "local", l.vip6.String()+"/128", "dev", "lo", "table", "local")
+		serve(t, l.nodes[i], fmt.Sprintf("n%d", i+1))
+	}
+	l.client = mk("c")
+	wire(l.client, 3)
+	l.spread()
+	for i := range l.nodes {
+		r := &Relay{Failed: func(err error) { t.Errorf("node %d: %v", i+1, err) }}
+		self, peers := []netip.Addr{l.addr4[i], l.addr6[i]}, []netip.Addr{l.addr4[1-i], l.addr6[1-i]}
+		if underlay6 {
+			self, peers = self[1:], peers[1:]
+		}
+		p, err := NewPlan(self, peers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in(t, l.nodes[i], func() error { return r.Update(p, []netip.Addr{l.vip4, l.vip6}) })
+		l.relays[i] = r
+		ns := l.nodes[i]
+		t.Cleanup(func() {
+			in(t, ns, r.Close)
+			if out, err := exec.Command("ip", "-n", ns, "link", "show", Device).CombinedOutput(); err == nil {
+				t.Errorf("%s still there after Close: %s", Device, out)
+			}
+		})
+	}
+	return l
+}
+
+// spread routes the VIPs through both nodes.
+func (l *relayLab) spread() {
+	for _, c := range [][]string{
+		{"-n", l.sw, "route", "replace", l.vip4.String() + "/32", "nexthop", "via", "10.9.1.2", "nexthop", "via", "10.9.2.2"},
+		{"-n", l.sw, "-6", "route", "replace", l.vip6.String() + "/128", "nexthop", "via", "fd09:1::2", "nexthop", "via", "fd09:2::2"},
+	} {
+		_ = exec.Command("ip", c...).Run()
+	}
+}
+
+// withdraw routes vip through the second node only: the first has left.
+func (l *relayLab) withdraw(t *testing.T, vip netip.Addr) {
+	t.Helper()
+	if vip.Is4() {
+		netnstest.Run(t, "-n", l.sw, "route", "replace", vip.String()+"/32", "via", "10.9.2.2")
+	} else {
+		netnstest.Run(t, "-n", l.sw, "-6", "route", "replace", vip.String()+"/128", "via", "fd09:2::2")
+	}
+}
+
+func sysctl(t *testing.T, ns string, kv ...string) {
+	t.Helper()
+	for _, s := range kv {
+		if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", s).CombinedOutput(); err != nil {
+			t.Fatalf("sysctl %s in %s: %v: %s", s, ns, err, out)
+		}
+	}
+}
+
+// in runs f on a thread inside namespace ns; the thread is never unlocked,
+// so Go discards it after.
+func in(t *testing.T, ns string, f func() error) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := netnstest.Enter(ns); err != nil {
+			errc <- err
+			return
+		}
+		errc <- f()
+	}()
+	if err := <-errc; err != nil {
+		t.Fatalf("in %s: %v", ns, err)
+	}
+}
+
+// serve answers every request with name, keeping connections open, on
+// port 8080 of every address of ns (a wildcard listener, as haproxy's).
+func serve(t *testing.T, ns, name string) {
+	t.Helper()
+	var ln net.Listener
+	in(t, ns, func() (err error) {
+		ln, err = net.Listen("tcp", "[::]:8080")
+		return err
+	})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, name) })}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+type conn struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+// dial opens n connections to vip from the client.
+func (l *relayLab) dial(t *testing.T, vip netip.Addr, n int) []*conn {
+	t.Helper()
+	var out []*conn
+	in(t, l.client, func() error {
+		for range n {
+			c, err := net.DialTimeout("tcp", netip.AddrPortFrom(vip, 8080).String(), 2*time.Second)
+			if err != nil {
+				return err
+			}
+			out = append(out, &conn{c: c, br: bufio.NewReader(c)})
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		for _, c := range out {
+			c.c.Close()
+		}
+	})
+	return out
+}
+
+// ask makes one request on c and returns who answered.
+func (c *conn) ask() (string, error) {
+	if err := c.c.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(c.c, "GET / HTTP/1.1\r\nHost: vip\r\n\r\n"); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// TestRelayLeave: connections open to a VIP through the first node, which
+// then leaves (its route withdrawn at the switch, the VIP still on its lo,
+// as during a drain), are served by it when it told its peer first, and
+// reset by the peer when it did not. The peer's own connections are never
+// touched. IPv4 and IPv6 VIPs over an IPv4 and over an IPv6 underlay,
+// strict rp_filter.
+func TestRelayLeave(t *testing.T) {
+	for _, underlay6 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "IPv4 underlay", true: "IPv6 underlay"}[underlay6], func(t *testing.T) {
+			testRelayLeave(t, underlay6)
+		})
+	}
+}
+
+func testRelayLeave(t *testing.T, underlay6 bool) {
+	l := newRelayLab(t, underlay6)
+	if got := l.relays[0].Plan().Local.Is6(); got != underlay6 {
+		t.Fatalf("underlay IPv6 %v, want %v", got, underlay6)
+	}
+	for _, tc := range []struct {
+		name  string
+		v6    bool
+		leave bool
+	}{
+		// Not told first: the message's entry lasts past its case.
+		{"IPv4, not told", false, false},
+		{"IPv4, told", false, true},
+		{"IPv6, not told", true, false},
+		{"IPv6, told", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vip := l.vip4
+			if tc.v6 {
+				vip = l.vip6
+			}
+			l.spread()
+			conns := l.dial(t, vip, 30)
+			on := make([]string, len(conns))
+			count := map[string]int{}
+			for i, c := range conns {
+				who, err := c.ask()
+				if err != nil {
+					t.Fatalf("connection %d before: %v", i, err)
+				}
+				on[i] = who
+				count[who]++
+			}
+			if count["n1"] == 0 || count["n2"] == 0 {
+				t.Fatalf("connections per node %v: want both nodes to have some", count)
+			}
+			if tc.leave {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				answered, peers := l.relays[0].Leave(ctx, []netip.Addr{vip}, 3*time.Second)
+				cancel()
+				if answered != 1 || peers != 1 {
+					t.Fatalf("Leave: %d of %d peers answered, want 1 of 1", answered, peers)
+				}
+			}
+			l.withdraw(t, vip)
+			failed := map[string]int{}
+			var errs []string
+			for i, c := range conns {
+				who, err := c.ask()
+				switch {
+				case err != nil:
+					failed[on[i]]++
+					errs = append(errs, err.Error())
+				case who != on[i]:
+					t.Errorf("connection %d of %s answered by %s", i, on[i], who)
+				}
+			}
+			t.Logf("connections per node %v; failed after the withdrawal %v", count, failed)
+			if failed["n2"] > 0 {
+				t.Errorf("%d connections of the node that stays failed: %v", failed["n2"], errs)
+			}
+			if tc.leave && failed["n1"] > 0 {
+				t.Errorf("%d of %d connections of the leaving node failed although it told its peer: %v", failed["n1"], count["n1"], errs)
+			}
+			if !tc.leave && failed["n1"] != count["n1"] {
+				t.Errorf("%d of %d connections of the leaving node failed without the message: want all (reset by the peer)", failed["n1"], count["n1"])
+			}
+			if !tc.leave {
+				for _, e := range errs {
+					if !strings.Contains(e, "reset") && !strings.Contains(e, "EOF") {
+						t.Errorf("without the message: %q, want a reset by the peer, not a timeout", e)
+					}
+				}
+			}
+		})
+	}
+}
