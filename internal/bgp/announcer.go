@@ -16,6 +16,10 @@ import (
 // lab rounds with 0.5 s.
 const DefaultDrain = time.Second
 
+// LeaveWait bounds how long a withdrawal waits for Leaving: the other
+// nodes answer in well under a millisecond on a LAN.
+const LeaveWait = 100 * time.Millisecond
+
 // retryInterval paces retries of a failed announce or local change.
 const retryInterval = 200 * time.Millisecond
 
@@ -30,6 +34,13 @@ type Announcer struct {
 	Log   Logger
 	// Announced, when set, is called with each new set of announced routes.
 	Announced func(routes []netip.Prefix)
+	// Leaving, when set, is told the announced VIPs about to be withdrawn
+	// while the node still holds them for a drain (a graceful stop, a VIP
+	// leaving the node), before the withdrawal, with how long they stay
+	// held: the hand-over relay (ecmprelay) tells the other nodes to send
+	// the packets of their open connections back here meanwhile. It must
+	// return when its ctx ends (LeaveWait).
+	Leaving func(ctx context.Context, vips []netip.Addr, held time.Duration)
 
 	mu      sync.Mutex
 	state   State
@@ -138,10 +149,14 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 	a.mu.Lock()
 	want, local := a.state.Routes(), a.state.Local()
 	// A VIP leaving the node is withdrawn at once and let go a drain later.
+	var tell []netip.Addr
 	for _, p := range a.held {
 		if !slices.Contains(local, p) {
 			if _, ok := a.leaving[p]; !ok {
 				a.leaving[p] = now.Add(a.drain())
+				if slices.Contains(a.routes, p) {
+					tell = append(tell, p.Addr())
+				}
 			}
 		}
 	}
@@ -171,6 +186,7 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 			a.Announced(nil)
 		}
 	}
+	a.tell(ctx, tell)
 	var errs []error
 	// Held before announced: the first packet the fabric sends is accepted.
 	if !slices.Equal(local, held) {
@@ -221,6 +237,17 @@ func (a *Announcer) goodbye(stop time.Duration) {
 	a.retired = nil
 	a.mu.Unlock()
 	closeAll(retired, a.Log)
+	if hadRoutes {
+		var tell []netip.Addr
+		a.mu.Lock()
+		for _, p := range a.routes {
+			if slices.Contains(a.held, p) {
+				tell = append(tell, p.Addr())
+			}
+		}
+		a.mu.Unlock()
+		a.tell(ctx, tell)
+	}
 	if err := sp.Announce(ctx, nil); err != nil {
 		a.Log.Errorf("withdraw on stop: %v", err)
 	} else if a.Announced != nil {
@@ -242,6 +269,16 @@ func (a *Announcer) goodbye(stop time.Duration) {
 	a.mu.Lock()
 	a.routes, a.held = nil, nil
 	a.mu.Unlock()
+}
+
+// tell gives Leaving the VIPs about to be withdrawn, within LeaveWait.
+func (a *Announcer) tell(ctx context.Context, vips []netip.Addr) {
+	if a.Leaving == nil || len(vips) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, LeaveWait)
+	defer cancel()
+	a.Leaving(ctx, vips, a.drain())
 }
 
 func (a *Announcer) drain() time.Duration {

@@ -160,6 +160,51 @@ func TestAnnouncerOrder(t *testing.T) {
 	}
 }
 
+// TestAnnouncerLeaving: Leaving hears of an announced VIP before its
+// withdrawal whenever the node keeps holding it for a drain (it leaves the
+// node; a stop), with the drain; never of a failing check's withdrawal
+// (the VIP's connections have nowhere to go) or a VIP never announced.
+func TestAnnouncerLeaving(t *testing.T) {
+	ev := &events{}
+	a := NewAnnouncer(fakeSpeaker{ev}, fakeLocal{ev}, quiet{})
+	a.Drain = 50 * time.Millisecond
+	a.Leaving = func(ctx context.Context, vips []netip.Addr, held time.Duration) {
+		dl, ok := ctx.Deadline()
+		ev.add(fmt.Sprintf("leaving %v for %v (deadline %v)", vips, held, ok && time.Until(dl) <= LeaveWait))
+	}
+	now := time.Unix(1000, 0)
+	ctx := context.Background()
+	step := func(d time.Duration) { now = now.Add(d); a.apply(ctx, now) }
+	a.SetGroups([]Group{ingress})
+	a.SetHealth("ingress", true)
+	step(0)
+	for _, tc := range []struct {
+		name string
+		do   func()
+		want string
+	}{
+		{"check fails", func() { a.SetHealth("ingress", false); step(0) }, "announce []"},
+		{"check passes", func() { a.SetHealth("ingress", true); step(0) }, "announce [10.91.100.2/32]"},
+		{"the VIP leaves the node", func() { a.SetGroups(nil); step(0) },
+			"leaving [10.91.100.2] for 50ms (deadline true); announce []"},
+		{"drained", func() { step(60 * time.Millisecond) }, "hold []"},
+		{"back, check failing", func() { a.SetHealth("ingress", false); a.SetGroups([]Group{ingress}); step(0) },
+			"hold [10.91.100.2/32]"},
+		{"leaves again, never announced", func() { a.SetGroups(nil); step(0) }, ""},
+		{"drained again", func() { step(60 * time.Millisecond) }, "hold []"},
+		{"back", func() { a.SetHealth("ingress", true); a.SetGroups([]Group{ingress}); step(0) },
+			"hold [10.91.100.2/32]; announce [10.91.100.2/32]"},
+		{"stop", func() { a.goodbye(time.Second) },
+			"leaving [10.91.100.2] for 50ms (deadline true); announce []; hold []; close"},
+	} {
+		ev.log = nil
+		tc.do()
+		if got := ev.String(); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestAnnouncerHealth: a failing check withdraws at once and keeps the VIP
 // held; passing again re-announces.
 func TestAnnouncerHealth(t *testing.T) {

@@ -33,6 +33,8 @@ type Plan struct {
 	// say what to announce once their checks pass.
 	Groups  []HeldGroup
 	HAProxy HAProxy
+	// NodeIPs are this node's addresses (the spec's, or its Node's).
+	NodeIPs []netip.Addr
 }
 
 // HeldGroup is a VIP group this node is eligible for.
@@ -160,6 +162,7 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 		Interface:   spec.Interface,
 		VRRPVersion: spec.VRRP.Version,
 		AdvertInt:   strconv.FormatFloat(spec.VRRP.AdvertInterval.Seconds(), 'f', -1, 64),
+		NodeIPs:     slices.Clone(selfIPs),
 	}
 	backends, err := backends(s, spec, nodes)
 	if err != nil {

@@ -36,6 +36,10 @@ var shared struct {
 	refs   int
 	cancel context.CancelFunc
 	done   chan struct{}
+	// relay is the hand-over relay, made with the announcer and closed
+	// after its goodbye; relayErr its last error, logged once.
+	relay    handOver
+	relayErr string
 }
 
 // checkSpeaker refuses settings a speaker cannot start with, at Start: the
@@ -106,6 +110,8 @@ func follow(gen uint64, cfg cluster.BGP) (*bgp.Announcer, error) {
 	}
 	ann := bgp.NewAnnouncer(sp, localVIPs, log)
 	ann.Announced = announcedMetric
+	ann.Leaving = leaving
+	shared.relay = newHandOver()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -130,6 +136,16 @@ func releaseAnnouncer() {
 	shared.Unlock()
 	cancel()
 	<-done
+	// After the goodbye: the drain took relayed packets for the VIPs.
+	shared.Lock()
+	relay := shared.relay
+	shared.relay, shared.relayErr = nil, ""
+	shared.Unlock()
+	if relay != nil {
+		if err := relay.Close(); err != nil {
+			log.Errorf("hand-over relay: %v", err)
+		}
+	}
 }
 
 // speakerFor and localVIPs are the real speaker and local routes; tests

@@ -201,6 +201,7 @@ func (l *LBConfig) build() (*lb.Controller, *lb.ClaimGate, error) {
 				gate.Update(p, time.Now())
 				if ann := l.announcer(); ann != nil {
 					ann.SetGroups(bgpGroups(p))
+					l.updateRelay(p)
 				}
 			},
 			Rendered: func() { rendersCount.Inc() },

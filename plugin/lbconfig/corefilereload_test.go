@@ -204,9 +204,9 @@ func TestFailedReloadBGP(t *testing.T) {
 		sp.add(fmt.Sprintf("%d new", cfg.ASN))
 		return fakeSpeaker{f: sp, asn: cfg.ASN}, nil
 	}
-	localVIPs = noLocal{}
+	localVIPs, newHandOver = noLocal{}, func() handOver { return nopHandOver{} }
 	t.Cleanup(func() {
-		speakerFor, localVIPs = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{})
+		speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver
 		// The announced series are the fake's: gone with it (the metrics
 		// test counts the series the package's other tests leave).
 		announcedMu.Lock()

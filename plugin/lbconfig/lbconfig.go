@@ -38,6 +38,8 @@ type LBConfig struct {
 	// servicesHealth is the URL that gates them ("" or none: nothing).
 	services       *serviceOpts
 	servicesHealth string
+	// noRelay turns BGP mode's hand-over relay off (bgp-relay off).
+	noRelay bool
 	// tools validates renders; tests point it into a network namespace.
 	tools lb.Tools
 	// newClient replaces the kubeconfig lookup in tests (a fake clientset).

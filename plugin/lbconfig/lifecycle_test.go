@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/infradns/infradns/internal/bgp"
 	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/ecmprelay"
+	"github.com/infradns/infradns/internal/lb"
 )
 
 // TestLockPathsGeneration: a path once held by a generation is never given
@@ -67,8 +71,8 @@ func TestFollowAnnouncerStale(t *testing.T) {
 		sp.add(fmt.Sprintf("%d new", cfg.ASN))
 		return fakeSpeaker{f: sp, asn: cfg.ASN}, nil
 	}
-	localVIPs = noLocal{}
-	t.Cleanup(func() { speakerFor, localVIPs = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}) })
+	localVIPs, newHandOver = noLocal{}, func() handOver { return nopHandOver{} }
+	t.Cleanup(func() { speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver })
 	gens.Lock()
 	gens.last += 10
 	g := gens.last
@@ -111,5 +115,85 @@ func TestAdoptHookProcessStop(t *testing.T) {
 		if got := processStopping.Load(); got != tt.want {
 			t.Errorf("after %s: process stopping %v, want %v", tt.ev, got, tt.want)
 		}
+	}
+}
+
+// nopHandOver stands in for the relay in the tests that run lbconfig in
+// this process's namespace.
+type nopHandOver struct{}
+
+func (nopHandOver) Update(ecmprelay.Plan, []netip.Addr) error { return nil }
+func (nopHandOver) Leave(context.Context, []netip.Addr, time.Duration) (int, int) {
+	return 0, 0
+}
+func (nopHandOver) Close() error { return nil }
+
+// recHandOver records what the relay is told, in the speakers' log.
+type recHandOver struct{ f *fakeSpeakers }
+
+func (h recHandOver) Update(p ecmprelay.Plan, vips []netip.Addr) error {
+	var peers []string
+	for _, pe := range p.Peers {
+		peers = append(peers, pe.Addr.String())
+	}
+	h.f.add(fmt.Sprintf("relay %v to %v from %v", vips, peers, p.Local))
+	return nil
+}
+func (h recHandOver) Leave(_ context.Context, vips []netip.Addr, d time.Duration) (int, int) {
+	h.f.add(fmt.Sprintf("leave %v for %v", vips, d))
+	return 1, 1
+}
+func (h recHandOver) Close() error { h.f.add("relay closed"); return nil }
+
+// TestHandOverGoodbye: the process's relay follows the plans (the other
+// nodes of its groups, their VIPs; nothing with bgp-relay off), hears of
+// the announced VIPs before the stop withdraws them, for 90 % of the
+// drain, and is closed after the goodbye, once the VIPs left lo.
+func TestHandOverGoodbye(t *testing.T) {
+	sp := &fakeSpeakers{}
+	speakerFor = func(cfg cluster.BGP) (bgp.Speaker, error) {
+		sp.add(fmt.Sprintf("%d new", cfg.ASN))
+		return fakeSpeaker{f: sp, asn: cfg.ASN}, nil
+	}
+	localVIPs = noLocal{}
+	newHandOver = func() handOver { return recHandOver{f: sp} }
+	t.Cleanup(func() {
+		speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver
+		announcedMu.Lock()
+		clear(announcedNow)
+		announcedMu.Unlock()
+		bgpAnnounced.Reset()
+	})
+	gens.Lock()
+	gens.last += 10
+	g := gens.last
+	gens.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	holdAnnouncer()
+	ann := followAnnouncer(ctx, g, cluster.BGP{ASN: 64512, Speaker: cluster.SpeakerTable})
+	if ann == nil {
+		t.Fatal("no announcer")
+	}
+	vip := netip.MustParseAddr("10.91.100.1")
+	ann.SetGroups([]bgp.Group{{Name: "api", Check: "api", VIPs: []netip.Addr{vip}}})
+	ann.SetHealth("api", true)
+	for !slices.Contains(ann.Routes(), netip.PrefixFrom(vip, 32)) {
+		if ctx.Err() != nil {
+			t.Fatal("never announced")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	plan := lb.Plan{NodeIPs: []netip.Addr{netip.MustParseAddr("10.0.1.2")}, Groups: []lb.HeldGroup{
+		{Name: "api", VIPs: []netip.Addr{vip}, Peers: []netip.Addr{netip.MustParseAddr("10.0.3.2"), netip.MustParseAddr("10.0.2.2"), netip.MustParseAddr("fd00::2")}},
+		{Name: "ingress", VIPs: []netip.Addr{netip.MustParseAddr("10.91.100.2"), vip}, Peers: []netip.Addr{netip.MustParseAddr("10.0.2.2")}},
+	}}
+	(&LBConfig{noRelay: true}).updateRelay(plan)
+	(&LBConfig{}).updateRelay(plan)
+	releaseAnnouncer()
+	log := sp.String()
+	want := "relay [] to [] from invalid IP; relay [10.91.100.1 10.91.100.2] to [10.0.2.2 10.0.3.2] from 10.0.1.2; leave [10.91.100.1] for 900ms; 64512 announce []; 64512 close; relay closed"
+	if !strings.HasSuffix(log, want) {
+		t.Errorf("log:\n%s\nwant it to end with\n%s", log, want)
 	}
 }

@@ -106,7 +106,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "handover_relays_total",
-		Help:      "Counter of hand-over relays: a VIP another node resigned whose stray connections are passed back to it, by result (started, failed).",
+		Help:      "Counter of hand-over relays: a VIP another node resigned (VRRP) or left (BGP) whose stray connections are passed back to it, by result (started, failed).",
 	}, []string{"result"})
 	vipHeld = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,

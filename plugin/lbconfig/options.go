@@ -212,6 +212,13 @@ var options = []option{
 		p.spec.BGP.Peers = append(p.spec.BGP.Peers, peer)
 		return err
 	}},
+	{name: "bgp-relay", bgpOnly: true, parse: one(func(p *parsing, v string) error {
+		if v != "on" && v != "off" {
+			return p.c.Errf("bgp-relay must be on or off: %q", v)
+		}
+		p.l.noRelay = v == "off"
+		return nil
+	})},
 	{name: "services", bgpOnly: true, parse: func(p *parsing, args []string) error {
 		if len(args) > 1 || len(args) == 1 && args[0] != "default" {
 			return p.c.Errf("services takes nothing, or 'default' (also the Services with no loadBalancerClass): %q", args)
