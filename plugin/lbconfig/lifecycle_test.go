@@ -72,7 +72,9 @@ func TestFollowAnnouncerStale(t *testing.T) {
 		return fakeSpeaker{f: sp, asn: cfg.ASN}, nil
 	}
 	localVIPs, newHandOver = noLocal{}, func() handOver { return nopHandOver{} }
-	t.Cleanup(func() { speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver })
+	t.Cleanup(func() {
+		speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver
+	})
 	gens.Lock()
 	gens.last += 10
 	g := gens.last
