@@ -35,10 +35,14 @@ type Relay struct {
 	plan  Plan
 	vips  []netip.Addr
 	built bool
-	conn  *net.UDPConn
-	done  chan struct{}
-	acks  map[uint32]chan netip.Addr
-	id    atomic.Uint32
+	// tried: plan was tried (built, or failed at failedAt with failErr).
+	tried    bool
+	failedAt time.Time
+	failErr  error
+	conn     *net.UDPConn
+	done     chan struct{}
+	acks     map[uint32]chan netip.Addr
+	id       atomic.Uint32
 	// ns is the network namespace of the Update that built the relay:
 	// the leaving map is updated there from whatever thread reads the
 	// socket.
@@ -52,11 +56,21 @@ func (r *Relay) Update(p Plan, vips []netip.Addr) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.vips = slices.Clone(vips)
-	if r.built && p.Equal(r.plan) {
-		return nil
+	// A plan comes at every change of the cluster: the same one again
+	// costs nothing, and one that failed is tried again only after
+	// RetryAfter (each try runs nft).
+	if r.tried && p.Equal(r.plan) {
+		if r.built || p.Empty() {
+			return nil
+		}
+		if time.Since(r.failedAt) < RetryAfter {
+			return r.failErr
+		}
 	}
+	r.tried = true
+	// Also what a killed predecessor left.
 	if err := r.teardownLocked(); err != nil {
-		return err
+		return r.failed(err)
 	}
 	r.plan = p
 	if p.Empty() {
@@ -64,22 +78,30 @@ func (r *Relay) Update(p Plan, vips []netip.Addr) error {
 	}
 	ns, err := os.Open("/proc/thread-self/ns/net")
 	if err != nil {
-		return fmt.Errorf("ecmp relay: %w", err)
+		return r.failed(err)
 	}
 	if err := build(p); err != nil {
 		_ = teardown()
 		ns.Close()
-		return fmt.Errorf("ecmp relay: %w", err)
+		return r.failed(err)
 	}
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{Port: ControlPort})
 	if err != nil {
 		_ = teardown()
 		ns.Close()
-		return fmt.Errorf("ecmp relay: control socket: %w", err)
+		return r.failed(fmt.Errorf("control socket: %w", err))
 	}
 	r.conn, r.done, r.built, r.ns = conn, make(chan struct{}), true, ns
 	go r.serve(conn, r.done, int(ns.Fd()))
 	return nil
+}
+
+// RetryAfter is how long a plan that failed to build is not tried again.
+const RetryAfter = 30 * time.Second
+
+func (r *Relay) failed(err error) error {
+	r.failedAt, r.failErr = time.Now(), fmt.Errorf("ecmp relay: %w", err)
+	return r.failErr
 }
 
 // Plan is the plan in force.

@@ -294,3 +294,73 @@ func testRelayLeave(t *testing.T, underlay6 bool) {
 		})
 	}
 }
+
+// TestRelayUpdate: the same plan again changes nothing (a plan comes at
+// every change of the cluster), new peers rebuild the device with one
+// forwarding entry and one neighbour per family for each, and an empty
+// plan removes the device and the tables.
+func TestRelayUpdate(t *testing.T) {
+	ns := netnstest.New(t, "eru")
+	netnstest.Run(t, "-n", ns, "addr", "add", "10.0.0.1/24", "dev", "eth0")
+	netnstest.Run(t, "-n", ns, "link", "set", "eth0", "up")
+	ip := func(args ...string) string {
+		out, _ := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	index := func() string {
+		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", Device).Output()
+		if f := strings.Fields(string(out)); err == nil && len(f) > 0 {
+			return f[0]
+		}
+		return ""
+	}
+	r := &Relay{Failed: func(err error) { t.Error(err) }}
+	t.Cleanup(func() { in(t, ns, r.Close) })
+	self := addrs("10.0.0.1")
+	vips := addrs("10.91.100.1")
+	plan := func(peers ...string) Plan {
+		p, err := NewPlan(self, addrs(peers...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	in(t, ns, func() error { return r.Update(plan("10.0.0.2"), vips) })
+	first := index()
+	if first == "" {
+		t.Fatalf("no %s after the first plan", Device)
+	}
+	in(t, ns, func() error { return r.Update(plan("10.0.0.2"), vips) })
+	if got := index(); got != first {
+		t.Errorf("the same plan rebuilt the device (%s, was %s)", got, first)
+	}
+	in(t, ns, func() error { return r.Update(plan("10.0.0.3", "10.0.0.2"), vips) })
+	if got := index(); got == first || got == "" {
+		t.Errorf("new peers: device %q, want a new one (was %s)", got, first)
+	}
+	out, err := exec.Command("bridge", "-n", ns, "fdb", "show", "dev", Device).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bridge fdb: %v: %s", err, out)
+	}
+	for _, want := range []string{"02:49:0a:00:00:02 dst 10.0.0.2", "02:49:0a:00:00:03 dst 10.0.0.3"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("forwarding entries:\n%s\nwant %q", out, want)
+		}
+	}
+	neigh := ip("neigh", "show", "dev", Device, "nud", "permanent") + ip("-6", "neigh", "show", "dev", Device, "nud", "permanent")
+	for _, want := range []string{"169.254.91.1 lladdr 02:49:0a:00:00:02", "169.254.91.2 lladdr 02:49:0a:00:00:03", "fe80:91::1 lladdr 02:49:0a:00:00:02", "fe80:91::2 lladdr 02:49:0a:00:00:03"} {
+		if !strings.Contains(neigh, want) {
+			t.Errorf("neighbours:\n%s\nwant %q", neigh, want)
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "table", "ip", Table).CombinedOutput(); err != nil {
+		t.Errorf("no table %s: %v: %s", Table, err, out)
+	}
+	in(t, ns, func() error { return r.Update(Plan{}, vips) })
+	if got := index(); got != "" {
+		t.Errorf("an empty plan left %s", Device)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(out), Table) {
+		t.Errorf("an empty plan left the tables: %s %v", out, err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/infradns/infradns/internal/bgp"
 	"github.com/infradns/infradns/internal/ecmprelay"
 	"github.com/infradns/infradns/internal/lb"
@@ -34,10 +36,16 @@ func realHandOver() handOver {
 		},
 		Failed: func(err error) {
 			handoverRelays.WithLabelValues("failed").Inc()
-			log.Warningf("hand-over relay: %v", err)
+			if relayLog.Allow() {
+				log.Warningf("hand-over relay: %v", err)
+			}
 		},
 	}
 }
+
+// relayLog lets a failure through every 10 s at most: anyone can send the
+// control port a message, and each refused one fails.
+var relayLog = rate.NewLimiter(rate.Every(10*time.Second), 1)
 
 // relayPlan is the relay a plan gives this node: to every other node of
 // its groups, for the groups' VIPs; nothing with off.

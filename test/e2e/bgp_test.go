@@ -59,6 +59,8 @@ type bgpNode struct {
 	// proxy stands in for kube-proxy's /healthz (services labs), which
 	// gates the Services' routes.
 	proxy *lab.Process
+	// relayOff starts its lbconfig with 'bgp-relay off'.
+	relayOff bool
 }
 
 // bgpProxyHealth is where the services lab's kube-proxy stand-ins answer.
@@ -274,6 +276,9 @@ func (b *bgpLab) startCoreDNS(i int) {
 	if b.kube != nil {
 		// The routers' health is theirs to tell; here every router is up.
 		source = fmt.Sprintf("kubeconfig %s\n        ingress-vip %s\n        ingress-service default/router\n        health-check ingress none", b.kube.Kubeconfig, bgpIngressVIP)
+	}
+	if bn.relayOff {
+		speaker += "\n        bgp-relay off"
 	}
 	var lbpools string
 	if b.services {

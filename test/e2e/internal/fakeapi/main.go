@@ -18,11 +18,13 @@
 //	    resolver and this host's /etc/resolv.conf (its nameservers in
 //	    order, the next one when one refuses or times out, as a node's
 //	    processes resolve); the same line format with "NAME=ADDR,ADDR".
-//	fakeapi hold -addr HOST:PORT [-interval 100ms] [-timeout 2s]
+//	fakeapi hold -addr HOST:PORT [-interval 100ms] [-timeout 2s] [-conns N]
 //	    one TLS connection, dialled once, with an HTTP/1.1 GET / on it every
 //	    interval; the same line format plus the connection's local address.
 //	    The first failure ends the program: it never redials, so every "ok"
 //	    line is proof that the first connection is still being served.
+//	    With -conns N, N such connections at once, each ended by its own
+//	    first failure.
 package main
 
 import (
@@ -209,31 +211,69 @@ func hold(args []string) error {
 	addr := fs.String("addr", "", "HOST:PORT to connect to")
 	interval := fs.Duration("interval", 100*time.Millisecond, "time between request starts")
 	timeout := fs.Duration("timeout", 2*time.Second, "dial and per-request timeout")
+	conns := fs.Int("conns", 1, "connections held at once, each its own client")
 	_ = fs.Parse(args)
 	if *addr == "" {
 		return fmt.Errorf("hold: -addr is required")
 	}
-	d := &net.Dialer{Timeout: *timeout}
-	c, err := tls.DialWithDialer(d, "tcp", *addr, &tls.Config{InsecureSkipVerify: true}) // the lab's throwaway certificates
+	if *conns < 1 {
+		return fmt.Errorf("hold: -conns %d", *conns)
+	}
+	out := &lines{w: bufio.NewWriter(os.Stdout)}
+	if *conns == 1 {
+		return holdOne(*addr, *interval, *timeout, out)
+	}
+	// Several: each connection ends at its first failure, the program
+	// when all have (or never, while one is served).
+	var wg sync.WaitGroup
+	for range *conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := holdOne(*addr, *interval, *timeout, out); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return fmt.Errorf("hold: every connection failed")
+}
+
+// lines writes whole lines from several goroutines.
+type lines struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (l *lines) printf(format string, args ...any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format, args...)
+	return l.w.Flush()
+}
+
+// holdOne dials one connection and makes a request on it every interval
+// until one fails.
+func holdOne(addr string, interval, timeout time.Duration, out *lines) error {
+	d := &net.Dialer{Timeout: timeout}
+	c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) // the lab's throwaway certificates
 	if err != nil {
 		return fmt.Errorf("hold: %w", err)
 	}
 	defer c.Close()
 	local := c.LocalAddr().String()
 	br := bufio.NewReader(c)
-	out := bufio.NewWriter(os.Stdout)
-	tick := time.NewTicker(*interval)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for range tick.C {
 		start := time.Now()
-		body, err := holdGet(c, br, *addr, start.Add(*timeout))
+		body, err := holdGet(c, br, addr, start.Add(timeout))
 		status, detail := "ok", body
 		if err != nil {
 			status, detail = "fail", err.Error()
 		}
-		fmt.Fprintf(out, "%d %d %s %s %s\n", start.UnixNano(), time.Now().UnixNano(), status,
-			strings.Join(strings.Fields(detail), "_"), local)
-		if ferr := out.Flush(); ferr != nil {
+		if ferr := out.printf("%d %d %s %s %s\n", start.UnixNano(), time.Now().UnixNano(), status,
+			strings.Join(strings.Fields(detail), "_"), local); ferr != nil {
 			return ferr
 		}
 		if err != nil {
