@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -268,10 +268,7 @@ func build(p Plan) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join("/proc/sys/net/ipv4/conf", Device, "rp_filter"), []byte("2\n"), 0o644); err != nil {
-		// Strict reverse-path filtering (the effective value is the
-		// larger of 'all' and the device's) would drop every relayed
-		// packet: its source is a client's, routed elsewhere.
+	if err := looseRPFilter(link); err != nil {
 		return fmt.Errorf("rp_filter of %s: %w", Device, err)
 	}
 	if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: prefixNet(netip.PrefixFrom(OwnKey4, 32)), Scope: unix.RT_SCOPE_LINK}); err != nil {
@@ -302,6 +299,28 @@ func build(p Plan) error {
 		}
 	}
 	return nft(SetupScript())
+}
+
+// looseRPFilter sets the device's rp_filter to 2 (loose): strict
+// reverse-path filtering (the effective value is the larger of 'all' and
+// the device's) would drop every relayed packet, whose source is a
+// client's, routed elsewhere. Over netlink (IFLA_INET_CONF), not
+// /proc/sys, which a container without privileges has read-only.
+func looseRPFilter(link netlink.Link) error {
+	const (
+		iflaInetConf        = 1 // IFLA_INET_CONF
+		ipv4DevconfRPFilter = 8 // IPV4_DEVCONF_RP_FILTER
+	)
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(link.Attrs().Index)
+	req.AddData(msg)
+	spec := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
+	conf := spec.AddRtAttr(unix.AF_INET, nil).AddRtAttr(iflaInetConf, nil)
+	conf.AddRtAttr(ipv4DevconfRPFilter, nl.Uint32Attr(2))
+	req.AddData(spec)
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
 }
 
 // teardown removes the tables and the device.

@@ -331,6 +331,9 @@ func TestRelayUpdate(t *testing.T) {
 		t.Fatalf("no %s after the first plan", Device)
 	}
 	in(t, ns, func() error { return r.Update(plan("10.0.0.2"), vips) })
+	if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-n", "net.ipv4.conf."+Device+".rp_filter").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "2" {
+		t.Errorf("rp_filter of %s: %q %v, want 2 (loose)", Device, out, err)
+	}
 	if got := index(); got != first {
 		t.Errorf("the same plan rebuilt the device (%s, was %s)", got, first)
 	}
