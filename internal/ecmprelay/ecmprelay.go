@@ -16,9 +16,8 @@
 // in different subnets (racks) in a routed fabric, so the packet cannot go
 // to the leaving node's MAC as in VRRP mode: it travels in VXLAN between
 // the nodes' own addresses (a device of ours, unicast to each peer, no
-// flooding, no learning). The receiving node takes a relayed packet only
-// for a connection it has and drops anything else, so a relay never makes
-// a reset.
+// flooding, no learning). The leaving node gives a relayed packet to its
+// connection, or resets it as any node would.
 //
 // What it cannot do: the connections of the nodes that stay, which the
 // ToR's hash-threshold ECMP moves between them when a next hop leaves
@@ -193,12 +192,13 @@ func (p Peer) Key(vip netip.Addr) netip.Addr {
 
 // SetupScript is the nft script that (re)creates the relay's tables: in
 // each family, the leaving map (a VIP to the key of the node that left it;
-// each entry lasts what its message said) and the rules. A packet that
-// arrives on the device is taken only by a connection of this node (a
-// socket that is not a wildcard listener) and dropped otherwise, so a
-// relayed packet never draws a reset. A packet for a VIP in the map that
-// is not a SYN and that only a wildcard listener would take is sent to
-// the leaving node through the device and dropped here.
+// each entry lasts what its message said) and the rules. A packet for a
+// VIP in the map that is not a SYN and that only a wildcard listener would
+// take is sent to the leaving node through the device and dropped here.
+// There it goes to its connection; one that has none gets the reset this
+// node would have sent (a connection of a node that stays, which the ToR
+// moved: dropped, it would hang until the entry ends), and one for a VIP
+// the node no longer holds is dropped rather than routed back.
 func SetupScript() string {
 	s := TeardownScript()
 	for _, f := range []struct{ family, addr string }{{"ip", "ipv4_addr"}, {"ip6", "ipv6_addr"}} {
@@ -209,8 +209,7 @@ func SetupScript() string {
 	}
 	chain prerouting {
 		type filter hook prerouting priority raw; policy accept;
-		iifname "%[5]s" socket wildcard 0 accept
-		iifname "%[5]s" counter drop
+		iifname "%[5]s" fib daddr type != local counter drop
 		iifname != "%[5]s" %[1]s daddr @%[3]s tcp flags & syn == 0 socket wildcard 1 counter dup to %[1]s daddr map @%[3]s device "%[5]s" drop
 	}
 }

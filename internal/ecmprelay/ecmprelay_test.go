@@ -192,7 +192,7 @@ func TestSetupScript(t *testing.T) {
 		`table ip infradns_ecmp_relay {`,
 		`table ip6 infradns_ecmp_relay {`,
 		`type ipv4_addr : ipv4_addr`,
-		`iifname "infradns-relay" socket wildcard 0 accept`,
+		`iifname "infradns-relay" fib daddr type != local counter drop`,
 		`iifname != "infradns-relay" ip6 daddr @leaving tcp flags & syn == 0 socket wildcard 1 counter dup to ip6 daddr map @leaving device "infradns-relay" drop`,
 	} {
 		if !strings.Contains(s, want) {

@@ -60,6 +60,11 @@ func TestBGPOpenConnections(t *testing.T) {
 				t.Errorf("relay on: %d of %d connections of the leaving node %s failed within %v of its SIGTERM: %v",
 					st.leavingFailed, st.leaving, b.nodes[i].n.Name, bgpRelayWindow, st.errs)
 			}
+			if st.hung > 0 {
+				// The relay must not turn the reset of a connection the ToR
+				// moved between the other nodes into a silent drop.
+				t.Errorf("%s: %d of the other nodes' connections timed out instead of being reset: %v", mode, st.hung, st.errs)
+			}
 			if !relay && st.leavingFailed == 0 {
 				t.Errorf("relay off: none of the %d connections of the leaving node %s failed: the test cannot tell the relay's work", st.leaving, b.nodes[i].n.Name)
 			}
@@ -80,7 +85,10 @@ func TestBGPOpenConnections(t *testing.T) {
 
 type openConnStats struct {
 	leaving, leavingFailed, others, othersFailed int
-	errs                                         []string
+	// hung: the other nodes' connections whose request timed out instead
+	// of being reset.
+	hung int
+	errs []string
 }
 
 // openConnectionsRound opens bgpHeldConns connections, stops node i's
@@ -121,7 +129,9 @@ func (b *bgpLab) openConnectionsRound(name string, i int, relay bool) openConnSt
 		t.Fatal(err)
 	}
 	drop := b.waitDrop(name+": "+bn.n.Name+"'s route withdrawn", t0, 2)
-	time.Sleep(time.Until(t0.Add(bgpRelayWindow + 200*time.Millisecond)))
+	// Until a request started at the window's end has failed or timed
+	// out (hold's 1-s timeout).
+	time.Sleep(time.Until(t0.Add(bgpRelayWindow + 1200*time.Millisecond)))
 	failed := map[string]bool{}
 	var st openConnStats
 	for _, r := range parseFakeAPI(hold.Log()) {
@@ -130,6 +140,9 @@ func (b *bgpLab) openConnectionsRound(name string, i int, relay bool) openConnSt
 		}
 		if !failed[r.local] {
 			st.errs = append(st.errs, on[r.local]+": "+r.detail)
+			if on[r.local] != bn.n.Name && strings.Contains(r.detail, "timeout") {
+				st.hung++
+			}
 		}
 		failed[r.local] = true
 	}
