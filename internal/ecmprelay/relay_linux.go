@@ -18,6 +18,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/infradns/infradns/internal/nftmap"
 )
 
 // Relay keeps the relay of one node (see the package comment): the VXLAN
@@ -359,7 +361,7 @@ func linkWith(a netip.Addr) netlink.Link {
 }
 
 // addLeaving puts e in the leaving map of its family, replacing an entry
-// for the VIP (another node's, or this one's older).
+// for the VIP (another node's, or this one's older), in namespace ns.
 func addLeaving(ns int, e Entry) error {
 	fam, typ := nftables.TableFamilyIPv4, nftables.TypeIPAddr
 	if e.VIP.Is6() {
@@ -371,28 +373,7 @@ func addLeaving(ns int, e Entry) error {
 	}
 	set := &nftables.Set{Table: &nftables.Table{Name: Table, Family: fam}, Name: LeavingMap,
 		IsMap: true, HasTimeout: true, KeyType: typ, DataType: typ}
-	el := []nftables.SetElement{{Key: e.VIP.AsSlice(), Val: e.Key.AsSlice(), Timeout: e.For}}
-	if err := c.SetAddElements(set, el); err != nil {
-		return err
-	}
-	if c.Flush() == nil {
-		return nil
-	}
-	// An entry for the VIP with another target: delete and add in one
-	// transaction (it fails if the entry expired meanwhile; then a plain
-	// add).
-	for _, op := range []func(*nftables.Set, []nftables.SetElement) error{c.SetDeleteElements, c.SetAddElements} {
-		if err := op(set, el); err != nil {
-			return err
-		}
-	}
-	if c.Flush() == nil {
-		return nil
-	}
-	if err := c.SetAddElements(set, el); err != nil {
-		return err
-	}
-	return c.Flush()
+	return nftmap.Put(c, set, []nftables.SetElement{{Key: e.VIP.AsSlice(), Val: e.Key.AsSlice(), Timeout: e.For}})
 }
 
 // nft runs an nft script.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+
+	"github.com/infradns/infradns/internal/nftmap"
 )
 
 // Relay keeps the hand-over relay's nftables tables (see relay.go) while it
@@ -203,30 +205,7 @@ func (r *Relay) add(m string, vip, to netip.Addr, d time.Duration) error {
 	}
 	set := &nftables.Set{Table: &nftables.Table{Name: RelayTable, Family: fam}, Name: m,
 		IsMap: true, HasTimeout: true, KeyType: typ, DataType: typ}
-	el := []nftables.SetElement{{Key: vip.AsSlice(), Val: to.AsSlice(), Timeout: d}}
-	// An entry for vip with the same target gets the new timeout; one with
-	// another target (a second hand-over within d) makes the add fail.
-	if err := c.SetAddElements(set, el); err != nil {
-		return err
-	}
-	if c.Flush() == nil {
-		return nil
-	}
-	// Then: delete and add in one transaction. Deleting waits for the
-	// kernel's RCU grace period (8–24 ms here), hence not the first try;
-	// it fails if the entry expired meanwhile, and a plain add is left.
-	for _, op := range []func(*nftables.Set, []nftables.SetElement) error{c.SetDeleteElements, c.SetAddElements} {
-		if err := op(set, el); err != nil {
-			return err
-		}
-	}
-	if c.Flush() == nil {
-		return nil
-	}
-	if err := c.SetAddElements(set, el); err != nil {
-		return err
-	}
-	return c.Flush()
+	return nftmap.Put(c, set, []nftables.SetElement{{Key: vip.AsSlice(), Val: to.AsSlice(), Timeout: d}})
 }
 
 // duration is how long a resigned VIP is relayed.

@@ -188,6 +188,29 @@ func (s fakeSpeaker) Close(context.Context) error {
 	return nil
 }
 
+// fakeBGP gives the process's announcer a fake speaker that logs to sp,
+// no local routes, and the hand-over relay ho (nil: one that does nothing)
+// until the test ends.
+func fakeBGP(t *testing.T, sp *fakeSpeakers, ho handOver) {
+	speakerFor = func(cfg cluster.BGP) (bgp.Speaker, error) {
+		sp.add(fmt.Sprintf("%d new", cfg.ASN))
+		return fakeSpeaker{f: sp, asn: cfg.ASN}, nil
+	}
+	if ho == nil {
+		ho = nopHandOver{}
+	}
+	localVIPs, newHandOver = noLocal{}, func() handOver { return ho }
+	t.Cleanup(func() {
+		speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver
+		// The announced series are the fake's: gone with it (the metrics
+		// test counts the series the package's other tests leave).
+		announcedMu.Lock()
+		clear(announcedNow)
+		announcedMu.Unlock()
+		bgpAnnounced.Reset()
+	})
+}
+
 type noLocal struct{}
 
 func (noLocal) Hold([]netip.Prefix) error { return nil }
@@ -200,20 +223,7 @@ func (noLocal) Hold([]netip.Prefix) error { return nil }
 func TestFailedReloadBGP(t *testing.T) {
 	realCoreDNS(t)
 	sp := &fakeSpeakers{}
-	speakerFor = func(cfg cluster.BGP) (bgp.Speaker, error) {
-		sp.add(fmt.Sprintf("%d new", cfg.ASN))
-		return fakeSpeaker{f: sp, asn: cfg.ASN}, nil
-	}
-	localVIPs, newHandOver = noLocal{}, func() handOver { return nopHandOver{} }
-	t.Cleanup(func() {
-		speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver
-		// The announced series are the fake's: gone with it (the metrics
-		// test counts the series the package's other tests leave).
-		announcedMu.Lock()
-		clear(announcedNow)
-		announcedMu.Unlock()
-		bgpAnnounced.Reset()
-	})
+	fakeBGP(t, sp, nil)
 	dir := t.TempDir()
 	core := func(asn int, extra string) corefile {
 		return corefile(fmt.Sprintf(`.:0 {

@@ -67,14 +67,7 @@ func TestLockPathsGeneration(t *testing.T) {
 // asks; an older one (stale) changes nothing and gets no announcer.
 func TestFollowAnnouncerStale(t *testing.T) {
 	sp := &fakeSpeakers{}
-	speakerFor = func(cfg cluster.BGP) (bgp.Speaker, error) {
-		sp.add(fmt.Sprintf("%d new", cfg.ASN))
-		return fakeSpeaker{f: sp, asn: cfg.ASN}, nil
-	}
-	localVIPs, newHandOver = noLocal{}, func() handOver { return nopHandOver{} }
-	t.Cleanup(func() {
-		speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver
-	})
+	fakeBGP(t, sp, nil)
 	gens.Lock()
 	gens.last += 10
 	g := gens.last
@@ -153,19 +146,7 @@ func (h recHandOver) Close() error { h.f.add("relay closed"); return nil }
 // drain, and is closed after the goodbye, once the VIPs left lo.
 func TestHandOverGoodbye(t *testing.T) {
 	sp := &fakeSpeakers{}
-	speakerFor = func(cfg cluster.BGP) (bgp.Speaker, error) {
-		sp.add(fmt.Sprintf("%d new", cfg.ASN))
-		return fakeSpeaker{f: sp, asn: cfg.ASN}, nil
-	}
-	localVIPs = noLocal{}
-	newHandOver = func() handOver { return recHandOver{f: sp} }
-	t.Cleanup(func() {
-		speakerFor, localVIPs, newHandOver = newSpeaker, bgp.LocalVIPs(bgp.LocalRoutes{}), realHandOver
-		announcedMu.Lock()
-		clear(announcedNow)
-		announcedMu.Unlock()
-		bgpAnnounced.Reset()
-	})
+	fakeBGP(t, sp, recHandOver{f: sp})
 	gens.Lock()
 	gens.last += 10
 	g := gens.last
