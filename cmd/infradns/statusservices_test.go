@@ -92,7 +92,7 @@ shop/wants    <pending>   - (pending: requested 192.0.2.10 is taken by Service s
 shop/web      192.0.2.10  web.shop.lb.ocp4.example.com
 POOL     FAMILY  USED  SIZE
 default  IPv4    1     3
-default  IPv6    0     4
+default  IPv6    0     3
 `
 	if got := out.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

@@ -131,7 +131,9 @@ var poolFields = []string{"name", "addresses", "autoAssign", "namespaces"}
 //
 // Errors say LINE: what is wrong. An IPv4 CIDR of /30 or wider leaves out
 // its network and broadcast addresses: some clients and routers still treat
-// them as such. Pools may not overlap, so an address has one pool.
+// them as such; an IPv6 CIDR of /126 or wider its first address (the
+// Subnet-Router anycast address). Pools may not overlap, so an address has
+// one pool.
 func Parse(b []byte) (Config, error) {
 	var src source
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -226,8 +228,13 @@ func parseRange(s string) (Range, error) {
 			return Range{}, fmt.Errorf("%q: host bits set (the prefix is %s)", s, p.Masked())
 		}
 		r := Range{p.Addr(), last(p)}
-		if p.Addr().Is4() && p.Bits() <= 30 {
+		switch {
+		case p.Addr().Is4() && p.Bits() <= 30:
 			r = Range{r.From.Next(), r.To.Prev()}
+		case p.Addr().Is6() && p.Bits() <= 126:
+			// The first is the prefix's Subnet-Router anycast address
+			// (RFC 4291 2.6.1), which a router on the subnet answers.
+			r.From = r.From.Next()
 		}
 		return unicast(r, s)
 	}

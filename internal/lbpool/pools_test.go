@@ -29,11 +29,11 @@ func TestParse(t *testing.T) {
 		what      string
 		got, want any
 	}{
-		{"default ranges", rangesString(def.Ranges), "192.0.2.100-192.0.2.109 198.51.100.1-198.51.100.2 2001:db8:100::-2001:db8:100::3"},
+		{"default ranges", rangesString(def.Ranges), "192.0.2.100-192.0.2.109 198.51.100.1-198.51.100.2 2001:db8:100::1-2001:db8:100::3"},
 		{"default autoAssign", def.AutoAssign, true},
 		{"default line", def.Line, 2},
 		{"default IPv4 size", def.Size(false), 12.0},
-		{"default IPv6 size", def.Size(true), 4.0},
+		{"default IPv6 size", def.Size(true), 3.0},
 		{"public ranges", rangesString(pub.Ranges), "203.0.113.7"},
 		{"public autoAssign", pub.AutoAssign, false},
 		{"public namespaces", strings.Join(pub.Namespaces, ","), "bank,shop"},
@@ -43,6 +43,7 @@ func TestParse(t *testing.T) {
 		{"pool of .2", cfg.Of(netip.MustParseAddr("198.51.100.2")) == def, true},
 		{"pool of .3 (broadcast)", cfg.Of(netip.MustParseAddr("198.51.100.3")) == nil, true},
 		{"pool of 2001:db8:100::3", cfg.Of(netip.MustParseAddr("2001:db8:100::3")) == def, true},
+		{"pool of 2001:db8:100:: (Subnet-Router anycast)", cfg.Of(netip.MustParseAddr("2001:db8:100::")) == nil, true},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.what, tc.got, tc.want)

@@ -190,7 +190,7 @@ func TestLBPoolsKubeAPI(t *testing.T) {
 	dual := lbpService("shop", "dual", nil)
 	policy := corev1.IPFamilyPolicyRequireDualStack
 	dual.Spec.IPFamilyPolicy, dual.Spec.IPFamilies = &policy, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
-	create(dual, "192.0.2.109 2001:db8:100::")
+	create(dual, "192.0.2.109 2001:db8:100::1")
 	create(lbpService("bank", "ledger", map[string]string{kube.AnnotationPool: "bank"}), "198.51.100.1")
 	metallb := lbpService("shop", "metallb", nil)
 	metallb.Spec.LoadBalancerClass = ptrTo("metallb.io/metallb")
@@ -301,7 +301,7 @@ func TestLBPoolsKubeAPI(t *testing.T) {
 			t.Errorf("web-%d after two writers went: %q, want %q", i, got, want)
 		}
 	}
-	if got := status("shop", "dual"); got != "192.0.2.109 2001:db8:100::" {
+	if got := status("shop", "dual"); got != "192.0.2.109 2001:db8:100::1" {
 		t.Errorf("dual after two writers went: %q", got)
 	}
 
