@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,19 +21,19 @@ import (
 )
 
 // relayLab is a routed fabric in namespaces: a switch namespace routing
-// between two nodes in subnets of their own and a client, spreading the
-// VIPs over both nodes (ECMP, hashed on ports), each node serving HTTP on a
-// wildcard listener and running a Relay.
+// between nodes in subnets of their own and a client, spreading the VIPs
+// over the nodes (ECMP, hashed on ports), each node serving HTTP on a
+// wildcard listener and running a Relay whose peers are the other nodes.
 type relayLab struct {
 	sw, client string
-	nodes      [2]string
-	addr4      [2]netip.Addr
-	addr6      [2]netip.Addr
-	relays     [2]*Relay
+	nodes      []string
+	addr4      []netip.Addr
+	addr6      []netip.Addr
+	relays     []*Relay
 	vip4, vip6 netip.Addr
 }
 
-func newRelayLab(t *testing.T, underlay6 bool) *relayLab {
+func newRelayLab(t *testing.T, underlay6 bool, n int) *relayLab {
 	t.Helper()
 	if _, err := exec.LookPath("nft"); err != nil {
 		t.Fatalf("nft not found (run hack/install-deps.sh as root): %v", err)
@@ -61,32 +63,40 @@ func newRelayLab(t *testing.T, underlay6 bool) *relayLab {
 		netnstest.Run(t, "-n", ns, "route", "add", "default", "via", fmt.Sprintf("10.9.%d.1", i))
 		netnstest.Run(t, "-n", ns, "-6", "route", "add", "default", "via", fmt.Sprintf("fd09:%d::1", i))
 	}
-	for i := range l.nodes {
-		l.nodes[i] = mk(fmt.Sprintf("n%d", i+1))
+	for i := range n {
+		l.nodes = append(l.nodes, mk(fmt.Sprintf("n%d", i+1)))
+		l.addr4 = append(l.addr4, netip.MustParseAddr(fmt.Sprintf("10.9.%d.2", i+1)))
+		l.addr6 = append(l.addr6, netip.MustParseAddr(fmt.Sprintf("fd09:%d::2", i+1)))
 		// A node whose 'all' filter is strict, as many distributions set it.
 		sysctl(t, l.nodes[i], "net.ipv4.conf.all.rp_filter=1")
 		wire(l.nodes[i], i+1)
-		l.addr4[i] = netip.MustParseAddr(fmt.Sprintf("10.9.%d.2", i+1))
-		l.addr6[i] = netip.MustParseAddr(fmt.Sprintf("fd09:%d::2", i+1))
 		netnstest.Run(t, "-n", l.nodes[i], "route", "add", "local", l.vip4.String()+"/32", "dev", "lo", "table", "local")
 		netnstest.Run(t, "-n", l.nodes[i], "-6", "route", "add", "local", l.vip6.String()+"/128", "dev", "lo", "table", "local")
 		serve(t, l.nodes[i], fmt.Sprintf("n%d", i+1))
 	}
 	l.client = mk("c")
-	wire(l.client, 3)
+	wire(l.client, 200)
 	l.spread()
 	for i := range l.nodes {
 		r := &Relay{Failed: func(err error) { t.Errorf("node %d: %v", i+1, err) }}
-		self, peers := []netip.Addr{l.addr4[i], l.addr6[i]}, []netip.Addr{l.addr4[1-i], l.addr6[1-i]}
-		if underlay6 {
-			self, peers = self[1:], peers[1:]
+		var self, peers []netip.Addr
+		for j := range l.nodes {
+			a := []netip.Addr{l.addr4[j], l.addr6[j]}
+			if underlay6 {
+				a = a[1:]
+			}
+			if j == i {
+				self = a
+			} else {
+				peers = append(peers, a...)
+			}
 		}
 		p, err := NewPlan(self, peers)
 		if err != nil {
 			t.Fatal(err)
 		}
 		in(t, l.nodes[i], func() error { return r.Update(p, []netip.Addr{l.vip4, l.vip6}) })
-		l.relays[i] = r
+		l.relays = append(l.relays, r)
 		ns := l.nodes[i]
 		t.Cleanup(func() {
 			in(t, ns, r.Close)
@@ -98,24 +108,57 @@ func newRelayLab(t *testing.T, underlay6 bool) *relayLab {
 	return l
 }
 
-// spread routes the VIPs through both nodes.
+// spread routes the VIPs through every node, hash-threshold multipath (a
+// Linux or FRR ToR's default).
 func (l *relayLab) spread() {
-	for _, c := range [][]string{
-		{"-n", l.sw, "route", "replace", l.vip4.String() + "/32", "nexthop", "via", "10.9.1.2", "nexthop", "via", "10.9.2.2"},
-		{"-n", l.sw, "-6", "route", "replace", l.vip6.String() + "/128", "nexthop", "via", "fd09:1::2", "nexthop", "via", "fd09:2::2"},
-	} {
-		_ = exec.Command("ip", c...).Run()
-	}
+	l.route(l.vip4, 0)
+	l.route(l.vip6, 0)
 }
 
-// withdraw routes vip through the second node only: the first has left.
+// route routes vip through the nodes from the first-th on.
+func (l *relayLab) route(vip netip.Addr, first int) {
+	args := []string{"-n", l.sw, "route", "replace", netip.PrefixFrom(vip, vip.BitLen()).String()}
+	if vip.Is6() {
+		args = slices.Insert(args, 2, "-6")
+	}
+	for i := first; i < len(l.nodes); i++ {
+		gw := l.addr4[i]
+		if vip.Is6() {
+			gw = l.addr6[i]
+		}
+		args = append(args, "nexthop", "via", gw.String())
+	}
+	_ = exec.Command("ip", args...).Run()
+}
+
+// withdraw routes vip through the other nodes only: the first has left.
 func (l *relayLab) withdraw(t *testing.T, vip netip.Addr) {
 	t.Helper()
-	if vip.Is4() {
-		netnstest.Run(t, "-n", l.sw, "route", "replace", vip.String()+"/32", "via", "10.9.2.2")
-	} else {
-		netnstest.Run(t, "-n", l.sw, "-6", "route", "replace", vip.String()+"/128", "via", "fd09:2::2")
+	l.route(vip, 1)
+}
+
+// resilient routes vip through a resilient next-hop group of the nodes
+// from the first-th on (replacing the group keeps the buckets of the
+// nodes that stay where they were).
+func (l *relayLab) resilient(t *testing.T, vip netip.Addr, first int) {
+	t.Helper()
+	fam, base := "-4", 10
+	if vip.Is6() {
+		fam, base = "-6", 20
 	}
+	var ids []string
+	for i := first; i < len(l.nodes); i++ {
+		gw := l.addr4[i]
+		if vip.Is6() {
+			gw = l.addr6[i]
+		}
+		id := strconv.Itoa(base + i)
+		netnstest.Run(t, "-n", l.sw, fam, "nexthop", "replace", "id", id, "via", gw.String(), "dev", fmt.Sprintf("p%d", i+1))
+		ids = append(ids, id)
+	}
+	group := strconv.Itoa(base + 9)
+	netnstest.Run(t, "-n", l.sw, "nexthop", "replace", "id", group, "group", strings.Join(ids, "/"), "type", "resilient", "buckets", "64", "idle_timer", "0")
+	netnstest.Run(t, "-n", l.sw, fam, "route", "replace", netip.PrefixFrom(vip, vip.BitLen()).String(), "nhid", group)
 }
 
 func sysctl(t *testing.T, ns string, kv ...string) {
@@ -218,7 +261,7 @@ func TestRelayLeave(t *testing.T) {
 }
 
 func testRelayLeave(t *testing.T, underlay6 bool) {
-	l := newRelayLab(t, underlay6)
+	l := newRelayLab(t, underlay6, 2)
 	if got := l.relays[0].Plan().Local.Is6(); got != underlay6 {
 		t.Fatalf("underlay IPv6 %v, want %v", got, underlay6)
 	}
@@ -365,5 +408,75 @@ func TestRelayUpdate(t *testing.T) {
 	}
 	if out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(out), Table) {
 		t.Errorf("an empty plan left the tables: %s %v", out, err)
+	}
+}
+
+// TestRelayLeaveResilient: three nodes, the first leaves after telling the
+// others. With the switch's hash-threshold multipath the others'
+// connections that the withdrawal moves between them are reset (counted);
+// with a resilient next-hop group they stay, and with the relay no
+// connection at all fails.
+func TestRelayLeaveResilient(t *testing.T) {
+	l := newRelayLab(t, false, 3)
+	for _, tc := range []struct {
+		name      string
+		resilient bool
+		v6        bool
+	}{
+		{"hash-threshold, IPv4", false, false},
+		{"resilient, IPv4", true, false},
+		{"hash-threshold, IPv6", false, true},
+		{"resilient, IPv6", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vip := l.vip4
+			if tc.v6 {
+				vip = l.vip6
+			}
+			if tc.resilient {
+				l.resilient(t, vip, 0)
+			} else {
+				l.route(vip, 0)
+			}
+			conns := l.dial(t, vip, 30)
+			on := make([]string, len(conns))
+			count := map[string]int{}
+			for i, c := range conns {
+				who, err := c.ask()
+				if err != nil {
+					t.Fatalf("connection %d before: %v", i, err)
+				}
+				on[i], count[who] = who, count[who]+1
+			}
+			if count["n1"] == 0 {
+				t.Fatalf("connections per node %v: none through the node that leaves", count)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			answered, peers := l.relays[0].Leave(ctx, []netip.Addr{vip}, 3*time.Second)
+			cancel()
+			if answered != 2 || peers != 2 {
+				t.Fatalf("Leave: %d of %d peers answered, want 2 of 2", answered, peers)
+			}
+			if tc.resilient {
+				l.resilient(t, vip, 1)
+			} else {
+				l.withdraw(t, vip)
+			}
+			failed := map[string]int{}
+			for i, c := range conns {
+				if who, err := c.ask(); err != nil {
+					failed[on[i]]++
+				} else if who != on[i] {
+					t.Errorf("connection %d of %s answered by %s", i, on[i], who)
+				}
+			}
+			t.Logf("connections per node %v; failed after n1 left %v", count, failed)
+			if failed["n1"] > 0 {
+				t.Errorf("%d of n1's %d connections failed although it told its peers", failed["n1"], count["n1"])
+			}
+			if tc.resilient && len(failed) > 0 {
+				t.Errorf("resilient next hops: connections failed %v, want none (only n1's buckets move, and those are relayed)", failed)
+			}
+		})
 	}
 }
