@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/infradns/infradns/internal/cluster"
+	"github.com/infradns/infradns/internal/ecmprelay"
 	"github.com/infradns/infradns/internal/kube"
 	"github.com/infradns/infradns/internal/mdns"
 	"github.com/infradns/infradns/internal/nodecfg"
@@ -151,6 +152,10 @@ func doctorChecks(ctx context.Context, f nodecfg.File, o doctorOpts) []finding {
 				add(checkBGPPasswordFile(p.Address.String(), p.PasswordFile, under(p.PasswordFile)))
 			}
 		}
+		if filepath.Clean(*root) == "/" && !o.installing {
+			ifi, err := net.InterfaceByName(ecmprelay.Device)
+			add(checkRelay(ifi, err))
+		}
 	}
 	if v.MDNSKey != "" {
 		add(checkSecretFile("mDNS key", under(v.MDNSKey), "chown root:65532 "+v.MDNSKey+" && chmod 0640 "+v.MDNSKey+" (infradns gen-key writes it so)")...)
@@ -240,6 +245,21 @@ func secretMode(what, path string, perm os.FileMode, gid uint32, fix string) fin
 		return finding{warn, what, fmt.Sprintf("%s (%04o) is readable by root only: the non-root pods cannot read it", path, perm), fix}
 	}
 	return finding{pass, what, fmt.Sprintf("%s %04o, group %d", path, perm, gid), ""}
+}
+
+// checkRelay: the device of BGP mode's hand-over relay, which a running
+// lbconfig with peers makes (ifi and err are net.InterfaceByName's).
+// Without it this node's open connections are reset whenever it leaves.
+func checkRelay(ifi *net.Interface, err error) finding {
+	const what = "hand-over relay"
+	fix := "UDP 4798 and 4799 open between the nodes, the kernel's vxlan driver; lbconfig's log says why it made no relay (see the lbconfig README, The hand-over relay over BGP)"
+	switch {
+	case err != nil:
+		return finding{warn, what, "no " + ecmprelay.Device + " device (lbconfig not running, no peer yet, bgp-relay off, or the relay could not be made): connections open through this node are reset when it leaves", fix}
+	case ifi.Flags&net.FlagUp == 0:
+		return finding{warn, what, ecmprelay.Device + " is down: connections open through this node are reset when it leaves", fix}
+	}
+	return finding{pass, what, ecmprelay.Device + " is up: a graceful stop or drain of this node keeps its open connections for the drain", ""}
 }
 
 // checkBGPPasswordFile: the file lbconfig reads a peer's password from at

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -219,5 +220,25 @@ func TestDoctorAnswers(t *testing.T) {
 				t.Errorf("installing: %+v", inst[0])
 			}
 		})
+	}
+}
+
+// TestDoctorRelay: doctor judges BGP mode's hand-over relay device.
+func TestDoctorRelay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ifi  *net.Interface
+		err  error
+		want string
+		says string
+	}{
+		{"up", &net.Interface{Name: "infradns-relay", Flags: net.FlagUp}, nil, pass, "is up"},
+		{"down", &net.Interface{Name: "infradns-relay"}, nil, warn, "is down"},
+		{"missing", nil, errors.New("route ip+net: no such network interface"), warn, "no infradns-relay device"},
+	} {
+		got := checkRelay(tc.ifi, tc.err)
+		if got.Verdict != tc.want || !strings.Contains(got.Detail, tc.says) || (tc.want != pass && !strings.Contains(got.Fix, "4798")) {
+			t.Errorf("%s: %+v, want %v saying %q, and the ports in the fix", tc.name, got, tc.want, tc.says)
+		}
 	}
 }
