@@ -17,9 +17,14 @@ import (
 // thread that opened it.
 type ARPConn struct {
 	Table *NeighborTable
-	fd    int
-	ifi   *net.Interface
-	mac   MAC
+	// Announced, when set before Run, is told of every gratuitous ARP
+	// another host sends (sender and target address the same): a host
+	// that says it holds the address now, where an ordinary reply may
+	// come from a kernel whose processes are paused.
+	Announced func(ip netip.Addr, mac MAC)
+	fd        int
+	ifi       *net.Interface
+	mac       MAC
 }
 
 // OpenARP opens the packet socket on iface.
@@ -85,6 +90,9 @@ func (c *ARPConn) Run(ctx context.Context) error {
 			continue
 		}
 		c.Table.Record(p.SenderIP, p.SenderMAC, time.Now())
+		if p.GratuitousLike && c.Announced != nil && !p.SenderIP.IsUnspecified() {
+			c.Announced(p.SenderIP, p.SenderMAC)
+		}
 	}
 	return nil
 }

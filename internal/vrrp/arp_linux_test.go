@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,5 +122,76 @@ func TestARPConnSurvivesLinkFlap(t *testing.T) {
 	cancel()
 	if err := <-runErr; err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// announcements collects what a conn's Announced hook was told.
+type announcements struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (a *announcements) add(ip netip.Addr, mac MAC) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.got = append(a.got, ip.String()+" "+mac.String())
+}
+
+func (a *announcements) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.got)
+}
+
+// TestARPConnAnnounced: a gratuitous ARP from another host reaches the
+// Announced hook with its MAC; the kernel's answers to our requests (the
+// same host, the same VIP) do not: a paused node's kernel answers too.
+func TestARPConnAnnounced(t *testing.T) {
+	holder, asker := netnstest.Pair(t, "arpa")
+	vip := netip.MustParseAddr("192.0.2.5")
+	netnstest.Run(t, "-n", holder, "addr", "add", vip.String()+"/32", "dev", "eth0")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got announcements
+	var table NeighborTable
+	c, runErr := runIn(t, ctx, asker, func() (*ARPConn, error) {
+		c, err := OpenARP("eth0", &table)
+		if err == nil {
+			c.Announced = got.add
+		}
+		return c, err
+	})
+	h, holderErr := runIn(t, ctx, holder, func() (*ARPConn, error) { return OpenARP("eth0", &NeighborTable{}) })
+	var holderMAC MAC
+	copy(holderMAC[:], macOf(t, holder))
+
+	start := time.Now()
+	if err := c.Ask(netip.MustParseAddr("198.51.100.12"), vip); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(table.Since(vip, start)) == 0; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(table.Since(vip, start)) == 0 {
+		t.Fatal("the holder's kernel never answered")
+	}
+	if a := got.list(); len(a) != 0 {
+		t.Fatalf("a kernel's answer counted as an announcement: %v", a)
+	}
+	if err := h.Announce(vip); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{vip.String() + " " + holderMAC.String()}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(got.list()) == 0; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if a := got.list(); !slices.Equal(a, want) {
+		t.Errorf("announcements %v, want %v", a, want)
+	}
+	cancel()
+	for _, ch := range []<-chan error{runErr, holderErr} {
+		if err := <-ch; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
 	}
 }

@@ -9,7 +9,10 @@ import (
 )
 
 // ARPConn needs Linux packet sockets.
-type ARPConn struct{ Table *NeighborTable }
+type ARPConn struct {
+	Table     *NeighborTable
+	Announced func(ip netip.Addr, mac MAC)
+}
 
 // OpenARP fails off Linux.
 func OpenARP(string, *NeighborTable) (*ARPConn, error) { return nil, errors.New("arp: Linux only") }

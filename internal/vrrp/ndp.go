@@ -9,12 +9,13 @@ import (
 // a Neighbor Advertisement says its sender has the target address, as an
 // ARP reply does for IPv4.
 const (
-	icmp6NS        = 135
-	icmp6NA        = 136
-	ndOptSLLA      = 1
-	ndOptTLLA      = 2
-	ipv6HdrLen     = 40
-	naFlagOverride = 0x20000000
+	icmp6NS         = 135
+	icmp6NA         = 136
+	ndOptSLLA       = 1
+	ndOptTLLA       = 2
+	ipv6HdrLen      = 40
+	naFlagOverride  = 0x20000000
+	naFlagSolicited = 0x40000000
 )
 
 // IPv6Packet is what the split-brain check reads from a Neighbor
@@ -23,6 +24,9 @@ const (
 type IPv6Packet struct {
 	Source netip.Addr
 	Target netip.Addr
+	// Solicited: an answer to a solicitation (a kernel answers those);
+	// unset, the sender announces the address (keepalived, lbconfig).
+	Solicited bool
 }
 
 // ParseIPv6 reads an IPv6 packet from its fixed header on (no link header):
@@ -40,7 +44,8 @@ func ParseIPv6(b []byte) (IPv6Packet, bool) {
 	if t.IsMulticast() || t.IsUnspecified() {
 		return IPv6Packet{}, false
 	}
-	return IPv6Packet{Source: netip.AddrFrom16([16]byte(b[8:24])), Target: t}, true
+	return IPv6Packet{Source: netip.AddrFrom16([16]byte(b[8:24])), Target: t,
+		Solicited: binary.BigEndian.Uint32(m[4:8])&naFlagSolicited != 0}, true
 }
 
 // NeighborSolicitation is the ICMPv6 message (checksum left 0: the kernel

@@ -20,10 +20,13 @@ import (
 // those, so a busy link costs nothing. It needs CAP_NET_RAW.
 type NDPConn struct {
 	Table *NeighborTable
-	fd    int
-	send  *ipv6.PacketConn
-	ifi   *net.Interface
-	mac   MAC
+	// Announced, when set before Run, is told of every unsolicited
+	// Neighbor Advertisement another host sends (see ARPConn.Announced).
+	Announced func(ip netip.Addr, mac MAC)
+	fd        int
+	send      *ipv6.PacketConn
+	ifi       *net.Interface
+	mac       MAC
 }
 
 // ndpFilter passes Neighbor Advertisements (ICMPv6 type 136 right after
@@ -139,6 +142,9 @@ func (n *NDPConn) Run(ctx context.Context) error {
 			continue
 		}
 		n.Table.Record(p.Target, mac, time.Now())
+		if !p.Solicited && n.Announced != nil {
+			n.Announced(p.Target, mac)
+		}
 	}
 	return nil
 }

@@ -77,3 +77,52 @@ vrrp_instance ndp_v6 {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// TestNDPConnAnnounced: an unsolicited Neighbor Advertisement from another
+// host reaches the Announced hook; the kernel's solicited answers do not.
+func TestNDPConnAnnounced(t *testing.T) {
+	holder, asker := netnstest.Pair(t, "ndpa")
+	vip := netip.MustParseAddr("2001:db8::5")
+	netnstest.Run(t, "-n", holder, "addr", "add", vip.String()+"/128", "dev", "eth0", "nodad")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got announcements
+	var table NeighborTable
+	c, runErr := runIn(t, ctx, asker, func() (*NDPConn, error) {
+		c, err := OpenNDP("eth0", &table)
+		if err == nil {
+			c.Announced = got.add
+		}
+		return c, err
+	})
+	h, holderErr := runIn(t, ctx, holder, func() (*NDPConn, error) { return OpenNDP("eth0", &NeighborTable{}) })
+	var holderMAC MAC
+	copy(holderMAC[:], macOf(t, holder))
+
+	// Sends fail until the link has its link-local address: asked again.
+	start := time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(table.Since(vip, start)) == 0; {
+		_ = c.Ask(vip)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(table.Since(vip, start)) == 0 {
+		t.Fatal("the holder's kernel never answered")
+	}
+	if a := got.list(); len(a) != 0 {
+		t.Fatalf("a kernel's answer counted as an announcement: %v", a)
+	}
+	want := []string{vip.String() + " " + holderMAC.String()}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(got.list()) == 0; {
+		_ = h.Announce(vip)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if a := got.list(); len(a) == 0 || !slices.Equal(slices.Compact(a), want) {
+		t.Errorf("announcements %v, want %v", a, want)
+	}
+	cancel()
+	for _, ch := range []<-chan error{runErr, holderErr} {
+		if err := <-ch; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+}

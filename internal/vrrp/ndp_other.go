@@ -9,7 +9,10 @@ import (
 )
 
 // NDPConn needs Linux packet sockets.
-type NDPConn struct{ Table *NeighborTable }
+type NDPConn struct {
+	Table     *NeighborTable
+	Announced func(ip netip.Addr, mac MAC)
+}
 
 // OpenNDP fails off Linux.
 func OpenNDP(string, *NeighborTable) (*NDPConn, error) { return nil, errors.New("ndp: Linux only") }

@@ -24,6 +24,9 @@ func TestParseIPv6(t *testing.T) {
 	mac := MAC{2, 0x1d, 0, 0, 0, 0xb}
 	na := UnsolicitedAdvertisement(vip, mac)
 	ns := NeighborSolicitation(vip, mac)
+	// A kernel's answer to a solicitation: the solicited flag set.
+	answer := append([]byte(nil), na...)
+	binary.BigEndian.PutUint32(answer[4:8], naFlagSolicited|naFlagOverride)
 	tests := []struct {
 		name string
 		b    []byte
@@ -31,6 +34,7 @@ func TestParseIPv6(t *testing.T) {
 		want IPv6Packet
 	}{
 		{"advertisement", ipv6Packet(58, 255, ll, na), true, IPv6Packet{Source: ll, Target: vip}},
+		{"solicited advertisement", ipv6Packet(58, 255, ll, answer), true, IPv6Packet{Source: ll, Target: vip, Solicited: true}},
 		{"vrrp advert (the Reader's)", ipv6Packet(112, 255, ll, make([]byte, 24)), false, IPv6Packet{}},
 		{"advertisement routed (hop limit 254)", ipv6Packet(58, 254, ll, na), false, IPv6Packet{}},
 		{"solicitation", ipv6Packet(58, 255, ll, ns), false, IPv6Packet{}},

@@ -41,10 +41,11 @@ type Relay struct {
 	Relayed func(vip, to netip.Addr)
 	Failed  func(error)
 
-	ready atomic.Bool
-	mu    sync.Mutex
-	last  map[netip.Addr]time.Time  // per VIP, the last relay started
-	live  map[netip.Addr]netip.Addr // per VIP, the advertiser last put in the live map
+	ready     atomic.Bool
+	mu        sync.Mutex
+	last      map[netip.Addr]time.Time    // per VIP, the last relay started
+	live      map[netip.Addr]netip.Addr   // per VIP, the advertiser last put in the live map
+	announced map[[2]netip.Addr]time.Time // per VIP and announcer, its last relay
 }
 
 // Run installs the tables, keeps them until ctx ends, then removes them.
@@ -145,6 +146,62 @@ func (r *Relay) TakenOver(vip, from netip.Addr, d time.Duration) bool {
 		return false
 	}
 	return true
+}
+
+// Announced relays vip to by, a peer that has just announced it (a
+// gratuitous ARP or an unsolicited Neighbor Advertisement: its keepalived
+// or lbconfig says it holds the VIP), for the Relay's duration after its
+// last announcement. Clients that follow it open connections there, and
+// when they come back here (our own announcement, its keepalived
+// yielding) those connections' next packets would be reset. The holder
+// paused and resumed does exactly that: its keepalived, still MASTER,
+// refreshes its gratuitous ARP before it reads the adverts that make it
+// yield, and keeps the VIP on lo for a drain from then; the lab's client
+// opened a connection there, came back with the new holder's gratuitous
+// ARP 150 ms later, 8 ms into the handshake, and was reset (one request in
+// about eight pauses). Its adverts put it in the live map too, but only for
+// the live window after the last one, which had passed. Only an
+// announcement counts: a paused node's kernel still answers ARP requests,
+// and its connections are better reset than relayed into the pause. It
+// says whether a relay started (none for by within the duration before),
+// for the log; an announcement within a quarter of the duration of the
+// last renewal is not written again.
+func (r *Relay) Announced(vip, by netip.Addr) bool {
+	vip, by = vip.Unmap(), by.Unmap()
+	if !r.ready.Load() || !by.IsValid() || (r.Own != nil && r.Own(by)) || !contains(r.VIPs, vip) {
+		return false
+	}
+	d, now := r.duration(), time.Now()
+	key := [2]netip.Addr{vip, by}
+	r.mu.Lock()
+	last := r.announced[key]
+	renew := now.Sub(last) >= d/4
+	if renew {
+		if r.announced == nil {
+			r.announced = map[[2]netip.Addr]time.Time{}
+		}
+		for k, at := range r.announced {
+			if now.Sub(at) > d {
+				delete(r.announced, k)
+			}
+		}
+		r.announced[key] = now
+	}
+	r.mu.Unlock()
+	if !renew {
+		return false
+	}
+	if !DrainCopy(netip.PrefixFrom(vip, vip.BitLen()), r.VIPs, arpIgnore(r.Interface)) {
+		return false
+	}
+	if err := r.add(RelayMap, vip, by, d); err != nil {
+		r.mu.Lock()
+		delete(r.announced, key) // tried again at the next announcement
+		r.mu.Unlock()
+		r.fail(fmt.Errorf("relay %s to %s, which announced it: %w", vip, by, err))
+		return false
+	}
+	return now.Sub(last) > d
 }
 
 // Advertised keeps the live map's target right: a peer's advert (priority

@@ -175,6 +175,8 @@ func TestRelayHandOver(t *testing.T) {
 		{"another VIP resigned", "advert other", false, 0, 0},
 		{"not relayed", "", false, 0, 0},
 		{"taken over from a live holder", "takeover", false, 0, 0},
+		// The old node announced the VIP (a holder that resumed: Announced).
+		{"announced by the old node", "announced", false, 0, 0},
 		// The kernel learnt the live holder from its advert: no TakenOver.
 		{"taken over from a live holder, kernel", "advert 100", false, 1500 * time.Millisecond, 0},
 		// Silent for longer than Live: it stopped; its connections are gone.
@@ -184,6 +186,7 @@ func TestRelayHandOver(t *testing.T) {
 		{"IPv6 holder's advert", "advert 100", true, 0, 0},
 		{"IPv6 not relayed", "", true, 0, 0},
 		{"IPv6 taken over from a live holder", "takeover", true, 0, 0},
+		{"IPv6 announced by the old node", "announced", true, 0, 0},
 		{"IPv6 taken over from a live holder, kernel", "advert 100", true, 1500 * time.Millisecond, 0},
 		{"IPv6 taken over from a silent holder", "advert 100", true, 300 * time.Millisecond, 500 * time.Millisecond},
 	} {
@@ -209,7 +212,7 @@ func TestRelayHandOver(t *testing.T) {
 				t.Fatalf("before the hand-over: %q, %v; want the old node's answer", got, err)
 			}
 			src := l.oldSource(t)
-			want := tc.how == "observe" || tc.how == "advert" || tc.how == "takeover" || tc.live > 0 && tc.quiet == 0
+			want := tc.how == "observe" || tc.how == "advert" || tc.how == "takeover" || tc.how == "announced" || tc.live > 0 && tc.quiet == 0
 			table := RelayMap
 			if tc.live > 0 {
 				table = RelayLiveMap
@@ -220,6 +223,12 @@ func TestRelayHandOver(t *testing.T) {
 				inNS(t, l.new, func() { ok = r.TakenOver(l.vip, src, r.For) })
 				if !ok {
 					t.Fatal("TakenOver started no relay")
+				}
+			case "announced":
+				var ok bool
+				inNS(t, l.new, func() { ok = r.Announced(l.vip, src) })
+				if !ok {
+					t.Fatal("Announced started no relay")
 				}
 			case "observe":
 				// From the new node's namespace: Observe reads its arp_ignore.
@@ -418,6 +427,62 @@ func TestRelayObserve(t *testing.T) {
 	inNS(t, ns, func() { r.Observe(adv("198.51.100.13", 0, vip4)) })
 	if m4 := nftIn(t, ns, "list", "map", "ip", RelayTable, RelayMap); !strings.Contains(m4, ": 198.51.100.13") || strings.Contains(m4, "198.51.100.11") {
 		t.Errorf("IPv4 map after a second resignation:\n%s", m4)
+	}
+}
+
+func TestRelayAnnounced(t *testing.T) {
+	// A peer's announcement of one of our VIPs relays it to the peer for
+	// For; ours, another address's or a repeat within For/4 write nothing;
+	// a renewal is no new start; another announcer replaces the target.
+	ns := netnstest.New(t, "rn")
+	vip4, vip6 := netip.MustParseAddr("198.51.100.100"), netip.MustParseAddr("2001:db8::100")
+	if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1").CombinedOutput(); err != nil {
+		t.Fatalf("arp_ignore: %v: %s", err, out)
+	}
+	self, peer, other := netip.MustParseAddr("198.51.100.12"), netip.MustParseAddr("198.51.100.11"), netip.MustParseAddr("198.51.100.13")
+	r := &Relay{Interface: "eth0", VIPs: []netip.Addr{vip4, vip6}, For: time.Minute, Own: func(a netip.Addr) bool { return a == self }}
+	r.Failed = func(err error) { t.Error(err) }
+	startRelay(t, ns, r)
+	m4 := func() string { return nftIn(t, ns, "list", "map", "ip", RelayTable, RelayMap) }
+	for _, step := range []struct {
+		name      string
+		vip, by   netip.Addr
+		before    func()
+		started   bool
+		wantIn    string // in the IPv4 map after the step ("" nothing)
+		wantNotIn string
+	}{
+		{name: "our own announcement", vip: vip4, by: self, wantNotIn: vip4.String()},
+		{name: "not our VIP", vip: netip.MustParseAddr("192.0.2.1"), by: peer, wantNotIn: "192.0.2.1"},
+		{name: "a peer's", vip: vip4, by: peer, started: true, wantIn: ": " + peer.String()},
+		{name: "the same again", vip: vip4, by: peer, wantIn: ": " + peer.String()},
+		{name: "a renewal after For/4", vip: vip4, by: peer, before: func() {
+			r.mu.Lock()
+			r.announced[[2]netip.Addr{vip4, peer}] = time.Now().Add(-20 * time.Second)
+			r.mu.Unlock()
+		}, wantIn: ": " + peer.String()},
+		{name: "another peer's", vip: vip4, by: other, started: true, wantIn: ": " + other.String(), wantNotIn: peer.String()},
+	} {
+		if step.before != nil {
+			step.before()
+		}
+		var started bool
+		inNS(t, ns, func() { started = r.Announced(step.vip, step.by) })
+		if started != step.started {
+			t.Errorf("%s: Announced = %v, want %v", step.name, started, step.started)
+		}
+		m := m4()
+		if step.wantIn != "" && (!strings.Contains(m, vip4.String()+" ") || !strings.Contains(m, step.wantIn)) {
+			t.Errorf("%s: IPv4 map, want %s → %s:\n%s", step.name, vip4, step.wantIn, m)
+		}
+		if step.wantNotIn != "" && strings.Contains(m, step.wantNotIn) {
+			t.Errorf("%s: IPv4 map has %s:\n%s", step.name, step.wantNotIn, m)
+		}
+	}
+	var started bool
+	inNS(t, ns, func() { started = r.Announced(vip6, netip.MustParseAddr("2001:db8::11")) })
+	if m6 := nftIn(t, ns, "list", "map", "ip6", RelayTable, RelayMap); !started || !strings.Contains(m6, ": 2001:db8::11") {
+		t.Errorf("IPv6 announcement: started %v, map:\n%s", started, m6)
 	}
 }
 

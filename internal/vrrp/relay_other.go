@@ -29,5 +29,8 @@ func (r *Relay) Observe(Observation) {}
 // TakenOver does nothing off Linux.
 func (r *Relay) TakenOver(vip, from netip.Addr, d time.Duration) bool { return false }
 
+// Announced does nothing off Linux.
+func (r *Relay) Announced(vip, by netip.Addr) bool { return false }
+
 // Advertised does nothing off Linux.
 func (r *Relay) Advertised(Observation) {}

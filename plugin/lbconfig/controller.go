@@ -271,6 +271,7 @@ func (l *LBConfig) run(ctx context.Context, ctl *lb.Controller, gate *lb.ClaimGa
 			defer l.startVIPChecker(ctx, ctl.Model, r.path, heard)()
 		}
 		sc := newSplitCheck(ctl.Model, heard)
+		sc.relay = relay
 		hb := newHolderBoost(ctl.Model, heard)
 		hb.frozen = newFrozenBackends(l.reload[lb.HAProxyCfg])
 		if relay != nil {

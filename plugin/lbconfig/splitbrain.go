@@ -37,6 +37,9 @@ type splitCheck struct {
 	ndp   *vrrp.NDPConn // nil when it cannot run (IPv6 off)
 
 	live *liveness
+	// relay, when set, takes the connections of a peer that announces a
+	// VIP of its groups (see announced).
+	relay *vrrp.Relay
 
 	mu     sync.Mutex
 	groups []splitGroup
@@ -101,6 +104,7 @@ func (sc *splitCheck) run(ctx context.Context) (wait func()) {
 			log.Warningf("split-brain check off for IPv4 VIPs, cannot send or read ARP: %v", err)
 		} else {
 			sc.arp, self = c, c.MAC()
+			c.Announced = sc.announced
 			wg.Go(func() {
 				if err := c.Run(ctx); err != nil {
 					log.Warningf("split-brain check: %v", err)
@@ -111,6 +115,7 @@ func (sc *splitCheck) run(ctx context.Context) (wait func()) {
 			log.Warningf("split-brain check off for IPv6 VIPs, cannot send or read neighbor discovery: %v", err)
 		} else {
 			sc.ndp, self = c, c.MAC()
+			c.Announced = sc.announced
 			wg.Go(func() {
 				if err := c.Run(ctx); err != nil {
 					log.Warningf("split-brain check: %v", err)
@@ -123,6 +128,42 @@ func (sc *splitCheck) run(ctx context.Context) (wait func()) {
 		wg.Wait()
 	}()
 	return func() { <-done }
+}
+
+// announced is the ARP and NDP readers' hook: a peer of a group has just
+// announced one of its VIPs, which this node holds (vrrp.Relay.Announced
+// says why that starts the hand-over relay to it). The peer is known by the MAC it answered for its
+// own address with; a MAC no peer has used is a stranger, never relayed to.
+func (sc *splitCheck) announced(vip netip.Addr, mac vrrp.MAC) {
+	if sc.relay == nil {
+		return
+	}
+	vip = vip.Unmap()
+	now := time.Now()
+	sc.mu.Lock()
+	groups := sc.groups
+	sc.mu.Unlock()
+	for _, g := range groups {
+		if !slices.Contains(g.vips, vip) {
+			continue
+		}
+		for _, p := range g.peers {
+			if p.Is6() != vip.Is6() || !slices.Contains(sc.table.Since(p, now.Add(-peerMACAge)), mac) {
+				continue
+			}
+			// Only the holder gets the clients' packets: a backup hears
+			// every takeover's announcements and has nothing to relay.
+			if present, _ := vrrp.InterfacePrefixes(sc.iface); !holdsAny(present, []netip.Addr{vip}) {
+				return
+			}
+			if sc.relay.Announced(vip, p) {
+				handoverRelays.WithLabelValues("started").Inc()
+				log.Infof("%s announced by %s (%s), which holds it or held it a moment ago: its open connections' packets go back to it for %s after its last announcement",
+					vip, p, mac, vrrp.DefaultRelay)
+			}
+			return
+		}
+	}
 }
 
 // ask asks the link who has a (an unspecified sender: an ARP probe).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,10 +20,13 @@ import (
 
 // Nemesis settings: $INFRADNS_NEMESIS runs faults for that long (a Go
 // duration; make test runs each kind once), $INFRADNS_NEMESIS_SEED replays
-// an order (the test logs its seed).
+// an order (the test logs its seed), $INFRADNS_NEMESIS_FAULTS keeps the
+// kinds whose names match a regular expression (to drill one sequence,
+// such as "paused|reloaded").
 const (
-	vrrpNemesisEnv     = "INFRADNS_NEMESIS"
-	vrrpNemesisSeedEnv = "INFRADNS_NEMESIS_SEED"
+	vrrpNemesisEnv       = "INFRADNS_NEMESIS"
+	vrrpNemesisSeedEnv   = "INFRADNS_NEMESIS_SEED"
+	vrrpNemesisFaultsEnv = "INFRADNS_NEMESIS_FAULTS"
 )
 
 // nemesisFault is one kind of fault: inject breaks something on node i (the
@@ -136,6 +140,22 @@ func TestVRRPNemesis(t *testing.T) {
 		}
 		budget = d
 	}
+	faults := nemesisFaults
+	if s := os.Getenv(vrrpNemesisFaultsEnv); s != "" {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", vrrpNemesisFaultsEnv, s, err)
+		}
+		faults = nil
+		for _, f := range nemesisFaults {
+			if re.MatchString(f.name) {
+				faults = append(faults, f)
+			}
+		}
+		if len(faults) == 0 {
+			t.Fatalf("%s=%q matches no fault", vrrpNemesisFaultsEnv, s)
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	t.Logf("nemesis seed %d (%s=%d replays this order)", seed, vrrpNemesisSeedEnv, seed)
 
@@ -143,7 +163,7 @@ func TestVRRPNemesis(t *testing.T) {
 	holder := v.waitSettled("start")
 	// The order: every kind once in a random order (make test), or random
 	// kinds until the budget is spent.
-	order := rng.Perm(len(nemesisFaults))
+	order := rng.Perm(len(faults))
 	type figure struct{ outage, double, settle []int64 }
 	figures := map[string]*figure{}
 	var violations []string
@@ -151,9 +171,9 @@ func TestVRRPNemesis(t *testing.T) {
 	pick := func(n int) (nemesisFault, bool) {
 		switch {
 		case budget == 0 && n < len(order):
-			return nemesisFaults[order[n]], true
+			return faults[order[n]], true
 		case budget > 0 && time.Since(start) < budget:
-			return nemesisFaults[rng.IntN(len(nemesisFaults))], true
+			return faults[rng.IntN(len(faults))], true
 		}
 		return nemesisFault{}, false
 	}
@@ -219,7 +239,8 @@ func TestVRRPNemesis(t *testing.T) {
 		t.Logf("%s: client outage %d ms (%d of %d requests failed), two holders for %d ms at most, settled on %s after %d ms",
 			name, vrrpMS(st.outage), st.failed, st.requests, vrrpMS(longestDouble), v.nodes[next].n.Name, vrrpMS(settled))
 		if st.outage > f.outage {
-			violations = append(violations, fmt.Sprintf("%s: client outage %v, bound %v", name, st.outage.Round(time.Millisecond), f.outage))
+			violations = append(violations, fmt.Sprintf("%s (at %s): client outage %v, bound %v; last failure %v after the fault, took %v: %s",
+				name, t0.Format("15:04:05.000"), st.outage.Round(time.Millisecond), f.outage, st.lastStart.Round(time.Millisecond), st.lastTook.Round(time.Millisecond), st.lastErr))
 		}
 		if longestDouble > f.double {
 			violations = append(violations, fmt.Sprintf("%s: two holders for %v, bound %v", name, longestDouble.Round(time.Millisecond), f.double))
@@ -231,17 +252,17 @@ func TestVRRPNemesis(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
-	faults := 0
+	injected := 0
 	for _, k := range kinds {
 		fg := figures[k]
-		faults += len(fg.outage)
+		injected += len(fg.outage)
 		mmm := func(xs []int64) string {
 			s := slices.Sorted(slices.Values(xs))
 			return fmt.Sprintf("%d/%d/%d", s[0], s[len(s)/2], s[len(s)-1])
 		}
 		t.Logf("measure: %s × %d: client outage %s ms, two holders %s ms, settled %s ms (min/median/max)", k, len(fg.outage), mmm(fg.outage), mmm(fg.double), mmm(fg.settle))
 	}
-	t.Logf("measure: nemesis: %d faults in %v, %d invariant violations", faults, time.Since(start).Round(time.Second), len(violations))
+	t.Logf("measure: nemesis: %d faults in %v, %d invariant violations", injected, time.Since(start).Round(time.Second), len(violations))
 	for _, s := range violations {
 		t.Error(s)
 	}

@@ -692,6 +692,9 @@ type vrrpClientStats struct {
 	// after the first failure.
 	outage, firstBack time.Duration
 	lastErr           string
+	// lastStart, lastTook: the last failed request's start since from and
+	// how long it ran.
+	lastStart, lastTook time.Duration
 	// slowStart, slowTook: the failed request that took longest, its start
 	// since from and how long it ran (a SYN lost in the switch-over runs to
 	// the client's timeout).
@@ -723,6 +726,7 @@ func (v *vrrpLab) waitClient(what string, from time.Time) vrrpClientStats {
 			if !r.ok {
 				st.failed++
 				st.lastErr = r.detail
+				st.lastStart, st.lastTook = r.start.Sub(from), r.end.Sub(r.start)
 				if took := r.end.Sub(r.start); took > st.slowTook {
 					st.slowStart, st.slowTook = r.start.Sub(from), took
 				}
