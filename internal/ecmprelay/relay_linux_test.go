@@ -252,6 +252,40 @@ func (c *conn) ask() (string, error) {
 // reset by the peer when it did not. The peer's own connections are never
 // touched. IPv4 and IPv6 VIPs over an IPv4 and over an IPv6 underlay,
 // strict rp_filter.
+// placed asks on each connection which node serves it: the node of each,
+// and how many each node has.
+func placed(t *testing.T, conns []*conn) (on []string, count map[string]int) {
+	t.Helper()
+	on, count = make([]string, len(conns)), map[string]int{}
+	for i, c := range conns {
+		who, err := c.ask()
+		if err != nil {
+			t.Fatalf("connection %d before: %v", i, err)
+		}
+		on[i], count[who] = who, count[who]+1
+	}
+	return on, count
+}
+
+// failures asks on each connection again: how many failed per node they
+// were on, and their errors. One answered by another node is an error.
+func failures(t *testing.T, conns []*conn, on []string) (map[string]int, []string) {
+	t.Helper()
+	failed := map[string]int{}
+	var errs []string
+	for i, c := range conns {
+		who, err := c.ask()
+		switch {
+		case err != nil:
+			failed[on[i]]++
+			errs = append(errs, err.Error())
+		case who != on[i]:
+			t.Errorf("connection %d of %s answered by %s", i, on[i], who)
+		}
+	}
+	return failed, errs
+}
+
 func TestRelayLeave(t *testing.T) {
 	for _, underlay6 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "IPv4 underlay", true: "IPv6 underlay"}[underlay6], func(t *testing.T) {
@@ -283,16 +317,7 @@ func testRelayLeave(t *testing.T, underlay6 bool) {
 			}
 			l.spread()
 			conns := l.dial(t, vip, 30)
-			on := make([]string, len(conns))
-			count := map[string]int{}
-			for i, c := range conns {
-				who, err := c.ask()
-				if err != nil {
-					t.Fatalf("connection %d before: %v", i, err)
-				}
-				on[i] = who
-				count[who]++
-			}
+			on, count := placed(t, conns)
 			if count["n1"] == 0 || count["n2"] == 0 {
 				t.Fatalf("connections per node %v: want both nodes to have some", count)
 			}
@@ -305,18 +330,7 @@ func testRelayLeave(t *testing.T, underlay6 bool) {
 				}
 			}
 			l.withdraw(t, vip)
-			failed := map[string]int{}
-			var errs []string
-			for i, c := range conns {
-				who, err := c.ask()
-				switch {
-				case err != nil:
-					failed[on[i]]++
-					errs = append(errs, err.Error())
-				case who != on[i]:
-					t.Errorf("connection %d of %s answered by %s", i, on[i], who)
-				}
-			}
+			failed, errs := failures(t, conns, on)
 			t.Logf("connections per node %v; failed after the withdrawal %v", count, failed)
 			if failed["n2"] > 0 {
 				t.Errorf("%d connections of the node that stays failed: %v", failed["n2"], errs)
@@ -439,15 +453,7 @@ func TestRelayLeaveResilient(t *testing.T) {
 				l.route(vip, 0)
 			}
 			conns := l.dial(t, vip, 30)
-			on := make([]string, len(conns))
-			count := map[string]int{}
-			for i, c := range conns {
-				who, err := c.ask()
-				if err != nil {
-					t.Fatalf("connection %d before: %v", i, err)
-				}
-				on[i], count[who] = who, count[who]+1
-			}
+			on, count := placed(t, conns)
 			if count["n1"] == 0 {
 				t.Fatalf("connections per node %v: none through the node that leaves", count)
 			}
@@ -462,14 +468,7 @@ func TestRelayLeaveResilient(t *testing.T) {
 			} else {
 				l.withdraw(t, vip)
 			}
-			failed := map[string]int{}
-			for i, c := range conns {
-				if who, err := c.ask(); err != nil {
-					failed[on[i]]++
-				} else if who != on[i] {
-					t.Errorf("connection %d of %s answered by %s", i, on[i], who)
-				}
-			}
+			failed, _ := failures(t, conns, on)
 			t.Logf("connections per node %v; failed after n1 left %v", count, failed)
 			if failed["n1"] > 0 {
 				t.Errorf("%d of n1's %d connections failed although it told its peers", failed["n1"], count["n1"])

@@ -65,13 +65,19 @@ func TestLockPathsGeneration(t *testing.T) {
 
 // TestFollowAnnouncerStale: the speaker follows the newest generation that
 // asks; an older one (stale) changes nothing and gets no announcer.
+// newerGeneration moves the generations well past any instance of an
+// earlier test and gives the newest: what a test's announcer follows.
+func newerGeneration() uint64 {
+	gens.Lock()
+	defer gens.Unlock()
+	gens.last += 10
+	return gens.last
+}
+
 func TestFollowAnnouncerStale(t *testing.T) {
 	sp := &fakeSpeakers{}
 	fakeBGP(t, sp, nil)
-	gens.Lock()
-	gens.last += 10
-	g := gens.last
-	gens.Unlock()
+	g := newerGeneration()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -147,10 +153,7 @@ func (h recHandOver) Close() error { h.f.add("relay closed"); return nil }
 func TestHandOverGoodbye(t *testing.T) {
 	sp := &fakeSpeakers{}
 	fakeBGP(t, sp, recHandOver{f: sp})
-	gens.Lock()
-	gens.last += 10
-	g := gens.last
-	gens.Unlock()
+	g := newerGeneration()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	holdAnnouncer()

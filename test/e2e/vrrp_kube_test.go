@@ -46,6 +46,9 @@ func vrrpStartKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
 	return c
 }
 
+// vrrpKubeNS names the lab namespace of etcd and kube-apiserver.
+const vrrpKubeNS = "kubeapi"
+
 // startLabKube runs etcd and kube-apiserver in a namespace of their own on
 // the lab bridge; the test's client reaches it through sockets opened in
 // that namespace.
@@ -57,7 +60,7 @@ func startLabKube(t *testing.T, l *lab.Lab) *kubetest.Cluster {
 // startLabKubeWith is startLabKube with more kube-apiserver arguments.
 func startLabKubeWith(t *testing.T, l *lab.Lab, apiserverArgs ...string) *kubetest.Cluster {
 	t.Helper()
-	ns := l.AddClient("kubeapi")
+	ns := l.AddClient(vrrpKubeNS)
 	return kubetest.StartWith(t, kubetest.Options{
 		BindAddress:        ns.IPv4.String(),
 		Wrap:               []string{"ip", "netns", "exec", ns.NS},

@@ -58,15 +58,7 @@ func TestVRRPPausedHolder(t *testing.T) {
 		}
 		return n
 	}
-	masters := func() int {
-		n := 0
-		for _, vn := range v.nodes {
-			for _, p := range vn.kaAll {
-				n += strings.Count(p.Log(), "Entering MASTER STATE")
-			}
-		}
-		return n
-	}
+	masters := v.masterEntries
 	var outages, moves []int64
 	url := fmt.Sprintf("https://%s/", netip.AddrPortFrom(vrrpVIP, vrrpLBPort))
 	open := v.lab.Client().Start("probe-open", []string{v.fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "500ms", "-open"})

@@ -181,7 +181,17 @@ type vrrpLabConfig struct {
 	// failover is lbconfig's failover profile; set, it chooses the advert
 	// interval ($INFRADNS_ADVERT is not used).
 	failover string
+	// dns adds apiint and appswildcard for vrrpDomain to each node's
+	// CoreDNS (port 1053): api-int answers the API VIP, *.apps
+	// vrrpIngressVIP.
+	dns bool
 }
+
+// The lab's cluster domain and the ingress VIP its DNS answers (no node
+// holds it: only the answers are checked).
+const vrrpDomain = "vrrplab.example.com"
+
+var vrrpIngressVIP = netip.MustParseAddr("198.51.100.150")
 
 // startVRRPLabWith is startVRRPLab for another shape of lab.
 func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
@@ -236,6 +246,10 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
 			t.Fatal(err)
 		}
 		v.startAPI(vn)
+		var names string
+		if cfg.dns {
+			names = fmt.Sprintf("\n    apiint %s {\n        zone %s\n    }\n    appswildcard %s {\n        zone %s\n    }", vips, vrrpDomain, vrrpIngressVIP, vrrpDomain)
+		}
 		// vrrp-guard is left on (1 s instead of 3 s): it listens for clashing
 		// routers before the first keepalived file, as on a real node.
 		conf := fmt.Sprintf(`.:1053 {
@@ -256,11 +270,11 @@ func startVRRPLabWith(t *testing.T, feed vrrpFeed, cfg vrrpLabConfig) *vrrpLab {
         reload haproxy socket %s
         track-dir %s
     }
-    prometheus 127.0.0.1:9155
+    prometheus 127.0.0.1:9155%s
     whoami
 }
 `, vrrpCluster, n.Name, vips, lab.Iface, source, vrrpLBPort, vrrpHealthPort,
-			timing, v.kaConf(i), v.haConf(i), v.kaPid(i), v.haSock(i), filepath.Join(vn.dir, "track"))
+			timing, v.kaConf(i), v.haConf(i), v.kaPid(i), v.haSock(i), filepath.Join(vn.dir, "track"), names)
 		vn.coredns = startCorefile(t, n, vn.dir, conf)
 	}
 	for i, vn := range v.nodes {
@@ -645,6 +659,32 @@ func (v *vrrpLab) transitions() int {
 		}
 	}
 	return n
+}
+
+// masterEntries counts the keepalived log lines of every node saying it
+// took a VIP (a move, or the first election).
+func (v *vrrpLab) masterEntries() int {
+	n := 0
+	for _, vn := range v.nodes {
+		for _, p := range vn.kaAll {
+			n += strings.Count(p.Log(), "Entering MASTER STATE")
+		}
+	}
+	return n
+}
+
+// requestsBetween counts the client's requests begun in [from, to) and
+// those of them that failed.
+func (v *vrrpLab) requestsBetween(from, to time.Time) (requests, failed int) {
+	for _, r := range v.probes() {
+		if !r.start.Before(from) && r.start.Before(to) {
+			requests++
+			if !r.ok {
+				failed++
+			}
+		}
+	}
+	return requests, failed
 }
 
 // waitSettled waits until every keepalived runs, exactly one node holds the

@@ -297,6 +297,25 @@ func (n *Node) AllowVRRP() error {
 
 func (n *Node) vrrpTable() string { return "drop_vrrp_" + n.port }
 
+// DropAdverts makes the switch drop the IPv4 VRRP adverts n sends that
+// also match expr, an nft expression such as "numgen inc mod 10 < 1" (one
+// in ten) or "numgen random mod 100 < 2" (2 % at random), where they enter
+// the switch: every other host misses the same ones, as when n's link
+// loses or delays them. A new call starts the expression's counter again;
+// AllowAdverts undoes it.
+func (n *Node) DropAdverts(expr string) error {
+	conf := fmt.Sprintf("table bridge %[1]s {}\ndelete table bridge %[1]s\ntable bridge %[1]s {\n\tchain in {\n\t\ttype filter hook prerouting priority 0; policy accept;\n\t\tiifname %[2]q ether type ip ip protocol 112 %[3]s counter drop\n\t}\n}\n",
+		n.gapTable(), n.port, expr)
+	return nsStdin(n.lab.sw, conf, "nft", "-f", "-")
+}
+
+// AllowAdverts undoes DropAdverts.
+func (n *Node) AllowAdverts() error {
+	return nsStdin(n.lab.sw, "", "nft", "delete", "table", "bridge", n.gapTable())
+}
+
+func (n *Node) gapTable() string { return "drop_adverts_" + n.port }
+
 // VRRPDropCounters is how many packets DropVRRPWith's rules have dropped.
 func (n *Node) VRRPDropCounters() (int, error) {
 	var out bytes.Buffer

@@ -13,11 +13,12 @@
 //	    wait (an open loop, as many independent clients): a stalled request
 //	    does not hold back the ones after it. -bearer sends the token (a
 //	    real kube-apiserver's /readyz behind the VIP).
-//	fakeapi resolve -names N1,N2 [-interval 50ms] [-timeout 3s]
+//	fakeapi resolve -names N1,N2 [-interval 50ms] [-timeout 3s] [-server HOST:PORT]
 //	    one lookup per interval, the names in turn, through Go's stub
 //	    resolver and this host's /etc/resolv.conf (its nameservers in
 //	    order, the next one when one refuses or times out, as a node's
 //	    processes resolve); the same line format with "NAME=ADDR,ADDR".
+//	    -server asks that server alone.
 //	fakeapi hold -addr HOST:PORT [-interval 100ms] [-timeout 2s] [-conns N]
 //	    one TLS connection, dialled once, with an HTTP/1.1 GET / on it every
 //	    interval; the same line format plus the connection's local address.
@@ -315,12 +316,19 @@ func resolve(args []string) error {
 	names := fs.String("names", "", "comma-separated names to look up in turn")
 	interval := fs.Duration("interval", 50*time.Millisecond, "time between lookup starts")
 	timeout := fs.Duration("timeout", 3*time.Second, "per-lookup timeout (all nameservers)")
+	server := fs.String("server", "", "HOST:PORT of the one server to ask (default: resolv.conf's)")
 	_ = fs.Parse(args)
 	if *names == "" {
 		return fmt.Errorf("resolve: -names is required")
 	}
 	list := strings.Split(*names, ",")
 	r := &net.Resolver{PreferGo: true}
+	if *server != "" {
+		var d net.Dialer
+		r.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, *server)
+		}
+	}
 	out := bufio.NewWriter(os.Stdout)
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
