@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -35,26 +34,7 @@ func TestVRRPAdvertLoss(t *testing.T) {
 	h := v.waitSettled("start")
 	v.waitUnboosted("after the election", h)
 
-	conn, err := v.lab.Client().ListenVRRP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	var mu sync.Mutex
-	heard := map[string][]time.Time{} // advert times by source address
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			_, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			now := time.Now()
-			mu.Lock()
-			heard[from.String()] = append(heard[from.String()], now)
-			mu.Unlock()
-		}
-	}()
+	heard := v.hearAdverts()
 
 	for _, phase := range []struct {
 		name, expr string
@@ -73,9 +53,7 @@ func TestVRRPAdvertLoss(t *testing.T) {
 		before, mastersBefore := v.transitions(), v.masterEntries()
 		// From the holder's last advert before the drops: a holder that
 		// yields at once sends none after them.
-		mu.Lock()
-		first := max(len(heard[holder])-1, 0)
-		mu.Unlock()
+		first := max(len(heard.from(holder))-1, 0)
 		t0 := time.Now()
 		if err := vn.n.DropAdverts(phase.expr); err != nil {
 			t.Fatal(err)
@@ -84,9 +62,7 @@ func TestVRRPAdvertLoss(t *testing.T) {
 		if err := vn.n.AllowAdverts(); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		times := slices.Clone(heard[holder][first:])
-		mu.Unlock()
+		times := heard.from(holder)[first:]
 		next := v.waitSettled(phase.name + ": settled")
 		changes, moves := v.transitions()-before, v.masterEntries()-mastersBefore
 		reqs, failed := v.requestsBetween(t0, time.Now())

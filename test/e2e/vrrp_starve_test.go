@@ -44,26 +44,7 @@ func TestVRRPStarvedByWeight(t *testing.T) {
 	v := startVRRPLab(t, vrrpStatic)
 	h := v.waitSettled("before the load")
 
-	conn, err := v.lab.Client().ListenVRRP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	var mu sync.Mutex
-	heard := map[string][]time.Time{} // advert times by source address
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			_, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			now := time.Now()
-			mu.Lock()
-			heard[from.String()] = append(heard[from.String()], now)
-			mu.Unlock()
-		}
-	}()
+	heard := v.hearAdverts()
 
 	for _, phase := range []struct {
 		request string
@@ -83,14 +64,10 @@ func TestVRRPStarvedByWeight(t *testing.T) {
 		cg.set("keepalived", phase.shares, pids...)
 		stop := cg.load("load", 1536, 3)
 		before := v.transitions()
-		mu.Lock()
-		clear(heard)
-		mu.Unlock()
+		heard.clear()
 		t0 := time.Now()
 		time.Sleep(window)
-		mu.Lock()
-		times := slices.Clone(heard[holder])
-		mu.Unlock()
+		times := heard.from(holder)
 		n := v.transitions() - before
 		var reqs, fails int
 		for _, r := range v.probes() {

@@ -661,6 +661,52 @@ func (v *vrrpLab) transitions() int {
 	return n
 }
 
+// advertLog is when the lab's client heard each router's IPv4 adverts,
+// by source address: what every backup hears of the holder.
+type advertLog struct {
+	mu    sync.Mutex
+	heard map[string][]time.Time
+}
+
+// hearAdverts records the adverts the client hears until the test ends.
+func (v *vrrpLab) hearAdverts() *advertLog {
+	v.t.Helper()
+	conn, err := v.lab.Client().ListenVRRP()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	v.t.Cleanup(func() { conn.Close() })
+	a := &advertLog{heard: map[string][]time.Time{}}
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			_, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			now := time.Now()
+			a.mu.Lock()
+			a.heard[from.String()] = append(a.heard[from.String()], now)
+			a.mu.Unlock()
+		}
+	}()
+	return a
+}
+
+// from is a copy of the times src was heard.
+func (a *advertLog) from(src string) []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.heard[src])
+}
+
+// clear forgets what was heard so far.
+func (a *advertLog) clear() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.heard)
+}
+
 // masterEntries counts the keepalived log lines of every node saying it
 // took a VIP (a move, or the first election).
 func (v *vrrpLab) masterEntries() int {
