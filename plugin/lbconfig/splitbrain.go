@@ -132,8 +132,9 @@ func (sc *splitCheck) run(ctx context.Context) (wait func()) {
 
 // announced is the ARP and NDP readers' hook: a peer of a group has just
 // announced one of its VIPs, which this node holds (vrrp.Relay.Announced
-// says why that starts the hand-over relay to it). The peer is known by the MAC it answered for its
-// own address with; a MAC no peer has used is a stranger, never relayed to.
+// says why that starts the hand-over relay to it). The peer is known by
+// the MAC it answered for its own address with; a MAC no peer has used is
+// a stranger, never relayed to.
 func (sc *splitCheck) announced(vip netip.Addr, mac vrrp.MAC) {
 	if sc.relay == nil {
 		return
