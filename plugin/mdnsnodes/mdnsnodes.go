@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -65,6 +66,8 @@ type MDNSNodes struct {
 	publishMu sync.Mutex
 
 	forceReady bool // tests without a listener
+	// started is when Start began listening and watching (knowsAll).
+	started time.Time
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -91,6 +94,7 @@ func (m *MDNSNodes) filter() mdns.Filter {
 // API; called from OnStartup. During a reload the new instance starts before
 // the old one stops: the sockets share the port.
 func (m *MDNSNodes) Start() error {
+	m.started = time.Now()
 	server := m.zonesLabel()
 	var b *mdns.Browser
 	if m.listens() {
@@ -230,7 +234,7 @@ func (m *MDNSNodes) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 			requestCount.Inc(ctx, res)
 			return rc, nil
 		}
-		if !m.Ready() {
+		if !m.knowsAll() {
 			// Neither the link heard nor the Nodes listed yet: an
 			// NXDOMAIN now would be cached for a name that is about to exist.
 			requestCount.Inc(ctx, "notready")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -135,5 +136,27 @@ func TestAuthority(t *testing.T) {
 	m.ServeDNS(context.Background(), rec, test.Case{Qname: "nothere.ocp4.example.com.", Qtype: dns.TypeA}.Msg())
 	if rec.Msg == nil || rec.Msg.Rcode != dns.RcodeNameError || rec.Msg.Ns[0].(*dns.SOA).Minttl != 10 {
 		t.Errorf("Reply %v: want NXDOMAIN with minttl 10", rec.Msg)
+	}
+}
+
+// TestKnowsAll: when a node name neither source has is NXDOMAIN rather than
+// SERVFAIL.
+func TestKnowsAll(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		heard bool
+		api   bool
+		since time.Duration
+		want  bool
+	}{
+		{"mDNS only, before the first window", false, false, time.Minute, false},
+		{"mDNS only, after the first window", true, false, 0, true},
+		{"API too, its list not in yet", true, true, time.Second, false},
+		{"API too, the list late past the grace", true, true, apiGrace, true},
+		{"API too, nothing heard yet", false, true, time.Minute, false},
+	} {
+		if got := knowsAll(c.heard, c.api, c.since); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -1,5 +1,7 @@
 package mdnsnodes
 
+import "time"
+
 // Ready implements the ready plugin's interface: true once either source has
 // delivered its first full view: the listener has sent its first query and
 // waited one query window for the answers, or the API's first Node list is
@@ -10,4 +12,29 @@ func (m *MDNSNodes) Ready() bool {
 	}
 	b := m.browser.Load()
 	return b != nil && b.Ready()
+}
+
+// apiGrace is how long a node name mDNS has not heard waits for the API's
+// first Node list before it is NXDOMAIN. The list comes about a second after
+// start (the watch's start jitter); a node's own publisher restarts beside
+// its CoreDNS (an upgrade replaces every pod) and probes for ~0.75 s before
+// it announces, so the link alone has not heard this very node yet: the
+// rolling-upgrade lab's node got an NXDOMAIN for its own name in that gap.
+const apiGrace = 5 * time.Second
+
+// knowsAll reports whether a node name neither source has is truly unknown
+// (NXDOMAIN) rather than not known yet (SERVFAIL, which no cache keeps
+// long): the API's list is in, or the listener has heard a full window and
+// there is no API to wait for, or it has not come within apiGrace of the
+// start.
+func (m *MDNSNodes) knowsAll() bool {
+	if m.forceReady || m.apiSynced.Load() {
+		return true
+	}
+	b := m.browser.Load()
+	return knowsAll(b != nil && b.Ready(), m.watches(), time.Since(m.started))
+}
+
+func knowsAll(heard, api bool, since time.Duration) bool {
+	return heard && (!api || since >= apiGrace)
 }

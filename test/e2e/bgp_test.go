@@ -536,6 +536,56 @@ func (b *bgpLab) faults() []bgpFault {
 	}
 }
 
+// upgrade is a node's rolling upgrade as kubelet runs it when every static
+// pod's manifest changes: all the pods are stopped at once (haproxy's pod
+// first writes its stopping file and stops haproxy softly 1.5 s later, as
+// its manifest's preStop does), then the new ones start. The speaker
+// withdraws first, and the open connections are relayed to the node until
+// they end there.
+func (b *bgpLab) upgrade() bgpFault {
+	var stopped chan struct{}
+	stopping := func(i int) string { return filepath.Join(filepath.Dir(b.haSock(i)), "stopping") }
+	return bgpFault{name: "rolling upgrade (every process stopped as kubelet stops the pods, then started anew)", graceful: true, dropBound: bgpBFDBound,
+		do: func(i int) {
+			bn := b.nodes[i]
+			writeFile(b.t, stopping(i), "")
+			if err := bn.coredns.Signal(syscall.SIGTERM); err != nil {
+				b.t.Fatal(err)
+			}
+			stopped = make(chan struct{})
+			go func() {
+				defer close(stopped)
+				time.Sleep(1500 * time.Millisecond)
+				_ = bn.haproxy.Signal(syscall.SIGUSR1) // soft stop
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if bn.haproxy.Wait(ctx) != nil && ctx.Err() != nil {
+					// The manifest's hard stop; a request it breaks fails the round.
+					b.t.Logf("%s: haproxy still running 10 s after its soft stop: stopped hard", bn.n.Name)
+					_ = bn.haproxy.Signal(syscall.SIGTERM)
+				}
+			}()
+		},
+		restore: func(i int) {
+			bn := b.nodes[i]
+			<-stopped
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := bn.coredns.Wait(ctx); ctx.Err() != nil {
+				b.t.Fatalf("%s: lbconfig did not stop: %v", bn.n.Name, err)
+			}
+			if err := bn.haproxy.Wait(ctx); ctx.Err() != nil {
+				b.t.Fatalf("%s: haproxy did not stop softly: %v", bn.n.Name, err)
+			}
+			if err := os.Remove(stopping(i)); err != nil {
+				b.t.Fatal(err)
+			}
+			b.startCoreDNS(i)
+			b.waitConfig(i)
+			b.startHAProxy(i)
+		}}
+}
+
 // drain is the admin's drain: node i labelled
 // node.kubernetes.io/exclude-from-external-load-balancers gives up its
 // VIPs (withdraw, then let go a drain later) without a failed request;
@@ -605,7 +655,6 @@ func (b *bgpLab) run(f bgpFault, rounds int) {
 		f.do(i)
 		drop := b.waitDrop(f.name+" on "+b.nodes[i].n.Name+": route withdrawn", t0, 2)
 		st := b.waitClient(f.name+": client served by the others", t0)
-		steady := time.Now()
 		hs := b.nextHops()
 		if slices.Contains(hs, b.nodes[i].n.IPv4) {
 			b.t.Errorf("%s: %s still a next hop: %v", f.name, b.nodes[i].n.Name, hs)
@@ -619,6 +668,11 @@ func (b *bgpLab) run(f bgpFault, rounds int) {
 		drops, backs, outages, lastFails = append(drops, drop), append(backs, back), append(outages, st.outage), append(lastFails, st.slowStart)
 		failed += st.failed
 		if f.graceful {
+			// The whole round counts, the node's return included: an
+			// upgrade's haproxy stops 1.5 s after the withdrawal, and the
+			// node comes back as a next hop.
+			time.Sleep(500 * time.Millisecond)
+			end := time.Now()
 			// The ToR's hash-threshold ECMP moves some flows to another
 			// next hop whenever one leaves: a connection caught in its
 			// handshake then meets a node without its socket and is reset
@@ -627,7 +681,7 @@ func (b *bgpLab) run(f bgpFault, rounds int) {
 			// let go early, which would be refused or time out.
 			var resets, other []string
 			for _, p := range b.probes() {
-				if p.ok || p.start.Before(t0) || !p.start.Before(steady) {
+				if p.ok || p.start.Before(t0) || !p.start.Before(end) {
 					continue
 				}
 				if strings.Contains(p.err, "reset_by_peer") || strings.Contains(p.err, "EOF") {
@@ -723,6 +777,8 @@ func TestBGPVIPs(t *testing.T) {
 		for _, f := range b.faults() {
 			b.run(f, rounds)
 		}
+		// The guide's rolling upgrade, one node after the other.
+		b.run(b.upgrade(), len(b.nodes))
 		b.reload(0)
 		if n := b.quiet(bgpQuiet(t)); n != 0 {
 			t.Errorf("%d next-hop changes in a quiet window, want 0", n)

@@ -20,17 +20,9 @@ import (
 	"github.com/vishvananda/netns"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// klUpgradeEnv turns on TestKubeletStaticPods's rolling-upgrade phase. It
-// is not in make test yet. The causes of loss it found are fixed (lbconfig's
-// drain copies outlive its stop; the API VIP is bound ahead in listen mode;
-// a takeover from a live holder relays its connections back to it), but on
-// this lab (three nodes on two cores) a starved backup still takes the VIP
-// from a live holder now and then, against "one move per node", and beside
-// other jobs' builds whole nodes starve and the VIP flaps.
-const klUpgradeEnv = "INFRADNS_UPGRADE"
 
 // klNextImage is the image the rolling upgrade moves to: the same content
 // under another name, which is all kubelet sees of an upgrade (a changed
@@ -138,9 +130,10 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 		}
 	}
 	// The namespace of the status Leases, as `infradns identities` leaves
-	// a cluster (doctor checks that lbconfig may write there).
+	// a cluster (doctor checks that lbconfig may write there); the pools'
+	// ConfigMap may have made it already.
 	if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nodecfg.DefaultStatusLeaseNamespace}},
-		metav1.CreateOptions{}); err != nil {
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	next := filepath.Join(t.TempDir(), "cluster.yaml")
