@@ -37,9 +37,6 @@ type serviceRow struct {
 	AnnouncedBy []string `json:"announcedBy,omitempty"`
 }
 
-// everyNode is AnnouncedBy for a Service of the policy Cluster.
-const everyNode = "every node"
-
 // announcers fills in AnnouncedBy as every node's lbconfig decides it
 // (kube.LBServices over the same objects): list's Services of our class
 // (and with isDefault those with no class), their EndpointSlices in
@@ -55,13 +52,9 @@ func announcers(rows []serviceRow, list []corev1.Service, slicesIn []discoveryv1
 	}
 	by := map[string][]string{}
 	for _, s := range kube.LBServices(svcs, sls, kube.DefaultClass, isDefault, func(kube.Drop) {}) {
-		switch {
-		case !s.Local:
-			by[s.Key()] = []string{everyNode}
-		case len(s.Nodes) == 0:
+		by[s.Key()] = s.Announcers()
+		if by[s.Key()] == nil {
 			by[s.Key()] = []string{"no node: no ready endpoint (Local)"}
-		default:
-			by[s.Key()] = s.Nodes
 		}
 	}
 	for i := range rows {

@@ -51,3 +51,21 @@ func ServiceVIPs(svcs []LBService, node string, excluded bool) []netip.Addr {
 	}
 	return SortedAddrs(out)
 }
+
+// EveryNode is Announcers for a Service of the policy Cluster.
+const EveryNode = "every node"
+
+// Announcers says who announces s's addresses over BGP, as `infradns
+// status` and the Service's events put it: EveryNode for the policy
+// Cluster, the nodes with a ready endpoint for Local, nil when no node may
+// (Local with no ready endpoint). A node drained or unhealthy is not seen
+// from here: it is the nodes' own decision.
+func (s LBService) Announcers() []string {
+	switch {
+	case !s.Local:
+		return []string{EveryNode}
+	case len(s.Nodes) == 0:
+		return nil
+	}
+	return slices.Clone(s.Nodes)
+}

@@ -42,3 +42,19 @@ func TestServiceVIPs(t *testing.T) {
 		t.Errorf("no Services: %v", got)
 	}
 }
+
+func TestAnnouncers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		svc  LBService
+		want []string
+	}{
+		{"Cluster: every node, whatever its endpoints", LBService{Nodes: []string{"w-1"}}, []string{EveryNode}},
+		{"Local: the nodes with a ready endpoint", LBService{Local: true, Nodes: []string{"w-1", "w-2"}}, []string{"w-1", "w-2"}},
+		{"Local without a ready endpoint: nobody", LBService{Local: true}, nil},
+	} {
+		if got := tc.svc.Announcers(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -447,6 +447,19 @@ func TestLBPools(t *testing.T) {
 			}
 		})
 	}
+	// In BGP mode the nodes announce the Services: lbpools says who does.
+	for _, mode := range []string{"vrrp", "bgp"} {
+		f := exampleFile(t)
+		if mode == "bgp" {
+			f = bgpFile(t, ControlPlane, "master-0")
+		}
+		f.Role, f.LBPools = ControlPlane, "default"
+		got := string(render(t, f)[LBCorefile].Data)
+		_, block, _ := strings.Cut(got, "lbpools {")
+		if has := strings.Contains(block, "\n        announce\n"); has != (mode == "bgp") {
+			t.Errorf("%s: announce in lbpools %v, want %v:\n%s", mode, has, mode == "bgp", got)
+		}
+	}
 	f := exampleFile(t)
 	f.Role, f.LBPools = ControlPlane, "yes"
 	if _, err := f.Values(); err == nil || !strings.Contains(err.Error(), `lbPools: "yes": want class`) {

@@ -38,6 +38,9 @@ type LBPools struct {
 	poolsNS, poolsName string // the ConfigMap
 	class              string
 	isDefault          bool
+	// announce: the nodes announce the Services' addresses over BGP (lbconfig's
+	// 'services'); the writer tells each Service who does.
+	announce           bool
 	leaseNS, leaseName string
 	leaseDuration      time.Duration
 	identity           string
@@ -130,8 +133,26 @@ func (l *LBPools) run(ctx context.Context) {
 			poolUsed.Reset()
 			pending().Set(0)
 			orphaned().Set(0)
+			if l.announce {
+				unannounced().Set(0)
+			}
 		}()
 		l.written = nil // a new term trusts only the watch
+		if l.announce {
+			var aw sync.WaitGroup
+			defer aw.Wait()
+			aw.Go(func() {
+				l.followAnnouncers(ctx, client, func(key string) *corev1.Service {
+					ns, name, _ := strings.Cut(key, "/")
+					for _, o := range svcs.List() {
+						if s := o.(*corev1.Service); s.Namespace == ns && s.Name == name {
+							return s
+						}
+					}
+					return nil
+				})
+			})
+		}
 		l.lead(ctx, client, kick, synced, func() ([]*corev1.Service, *corev1.ConfigMap) {
 			var cm *corev1.ConfigMap
 			if objs := cms.List(); len(objs) > 0 {

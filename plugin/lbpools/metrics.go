@@ -46,6 +46,12 @@ var (
 		Name:      "addresses_orphaned",
 		Help:      "Gauge of addresses Services keep though no pool of their namespace holds them any more; set by the allocating instance.",
 	}, []string{})
+	unannouncedVec = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "services_unannounced",
+		Help:      "Gauge of the Services with an address that no node may announce over BGP (externalTrafficPolicy Local, no ready endpoint); set by the allocating instance with 'announce'.",
+	}, []string{})
 	allocations = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
@@ -67,6 +73,7 @@ func leader() prometheus.Gauge      { return leaderVec.WithLabelValues() }
 func configValid() prometheus.Gauge { return configVec.WithLabelValues() }
 func pending() prometheus.Gauge     { return pendingVec.WithLabelValues() }
 func orphaned() prometheus.Gauge    { return orphanedVec.WithLabelValues() }
+func unannounced() prometheus.Gauge { return unannouncedVec.WithLabelValues() }
 
 func (l *LBPools) metrics(cfg lbpool.Config, o outcome) {
 	poolSize.Reset()

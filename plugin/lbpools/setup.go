@@ -76,6 +76,12 @@ func parse(c *caddy.Controller) (*LBPools, error) {
 				}
 				l.isDefault = true
 				continue
+			case opt == "announce":
+				if len(args) != 0 {
+					return nil, c.ArgErr()
+				}
+				l.announce = true
+				continue
 			case opt == "lease" && len(args) == 2:
 				d, err := time.ParseDuration(args[1])
 				if err != nil || d < 3*time.Second || d > 5*time.Minute {

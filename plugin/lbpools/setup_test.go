@@ -28,6 +28,8 @@ func TestParse(t *testing.T) {
 		{"lbpools {\n kubeconfig /k\n lease a/b 15\n}", `lease duration "15"`},
 		{"lbpools {\n kubeconfig /k\n class lb\n}", `"lb" is not a load-balancer class`},
 		{"lbpools {\n kubeconfig /k\n default yes\n}", "Wrong argument count"},
+		{"lbpools {\n kubeconfig /k\n announce\n identity a\n}", "announce=true"},
+		{"lbpools {\n kubeconfig /k\n announce bgp\n}", "Wrong argument count"},
 		{"lbpools {\n kubeconfig /k\n identity Bad_Name\n}", "identity"},
 		{"lbpools {\n kubeconfig /k\n zone x\n}", "unknown property 'zone'"},
 		{"lbpools {\n kubeconfig /k\n}\nlbpools {\n kubeconfig /k\n}", "can only be used once"},
@@ -39,7 +41,8 @@ func TestParse(t *testing.T) {
 		} else {
 			got = "kc=" + l.kubeconfig + " pools=" + l.poolsNS + "/" + l.poolsName + " class=" + l.class +
 				" default=" + map[bool]string{true: "true", false: "false"}[l.isDefault] +
-				" lease=" + l.leaseNS + "/" + l.leaseName + " " + l.leaseDuration.String() + " id=" + l.identity
+				" lease=" + l.leaseNS + "/" + l.leaseName + " " + l.leaseDuration.String() + " id=" + l.identity +
+				map[bool]string{true: " announce=true"}[l.announce]
 		}
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("parse(%q):\n got %s\nwant %s", tc.in, got, tc.want)

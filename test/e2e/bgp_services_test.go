@@ -193,6 +193,40 @@ func TestBGPServices(t *testing.T) {
 	if hs, err := b.tor.NextHops(host(idle)); err != nil || len(hs) != 0 {
 		t.Errorf("Local Service shop/idle without an endpoint: next hops %v (%v), want none", hs, err)
 	}
+	// The writer tells each Service's owner who announces it, and the
+	// alert's gauge counts the Services nobody may announce (idle).
+	lab.Eventually(t, 5*time.Second, 100*time.Millisecond, "Announced/NotAnnounced events and services_unannounced", func() error {
+		evs, err := c.CoreV1().Events("shop").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		got := map[string][]string{}
+		for _, e := range evs.Items {
+			if e.Reason == "Announced" || e.Reason == "NotAnnounced" {
+				got[e.InvolvedObject.Name] = append(got[e.InvolvedObject.Name], e.Reason+": "+e.Message)
+			}
+		}
+		has := func(svc, want string) bool {
+			return slices.ContainsFunc(got[svc], func(m string) bool { return strings.HasPrefix(m, want) })
+		}
+		for _, w := range []struct{ svc, want string }{
+			{"db", "Announced: Announced over BGP by " + b.nodes[1].n.Name + " (externalTrafficPolicy Local"},
+			{"db", "Announced: Announced over BGP by " + b.nodes[2].n.Name + " (externalTrafficPolicy Local"},
+			{"idle", "NotAnnounced: Announced by no node"},
+		} {
+			if !has(w.svc, w.want) {
+				return fmt.Errorf("shop/%s: no event %q in %q", w.svc, w.want, got[w.svc])
+			}
+		}
+		var values []string
+		for i := range b.nodes {
+			values = append(values, b.metric(i, "coredns_lbpools_services_unannounced"))
+		}
+		if !slices.Contains(values, "1") {
+			return fmt.Errorf("coredns_lbpools_services_unannounced on the nodes: %q, want 1 on the writer", values)
+		}
+		return nil
+	})
 	for i, want := range []string{"2", "2", "3"} { // web's two; db's on node 2
 		if got := b.metric(i, "coredns_lbconfig_services_announced"); got != want {
 			t.Errorf("services_announced on %s = %s, want %s", b.nodes[i].n.Name, got, want)

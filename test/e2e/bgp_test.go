@@ -285,7 +285,7 @@ func (b *bgpLab) startCoreDNS(i int) {
 		// Every node announces the Services; lbpools on each (one elected
 		// writer) gives them their addresses.
 		speaker += "\n        services\n        health-check services http://" + bgpProxyHealth + "/healthz"
-		lbpools = fmt.Sprintf("lbpools {\n        kubeconfig %s\n        identity %s\n        lease infradns/%s 3s\n    }", b.kube.Kubeconfig, bn.n.Name, kube.AllocatorLease)
+		lbpools = fmt.Sprintf("lbpools {\n        kubeconfig %s\n        identity %s\n        lease infradns/%s 3s\n        announce\n    }", b.kube.Kubeconfig, bn.n.Name, kube.AllocatorLease)
 	}
 	conf := fmt.Sprintf(`.:1053 {
     lbconfig {

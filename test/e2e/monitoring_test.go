@@ -94,6 +94,7 @@ func TestMonitoringMetricsExist(t *testing.T) {
     lbpools {
         kubeconfig %s
         identity master-0
+        announce
     }
     whoami
 }
