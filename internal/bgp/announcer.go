@@ -56,13 +56,16 @@ type Announcer struct {
 	retired []Speaker
 	held    []netip.Prefix
 	leaving map[netip.Prefix]time.Time // withdrawn, held until then
-	kick    chan struct{}
+	// stopping are the checks that fail because their daemon is stopping
+	// on purpose (SetStopping): it still serves its open connections.
+	stopping map[string]bool
+	kick     chan struct{}
 }
 
 // NewAnnouncer returns an Announcer with nothing known yet: it announces
 // nothing until groups and a verdict for their check are set.
 func NewAnnouncer(s Speaker, l LocalVIPs, log Logger) *Announcer {
-	return &Announcer{Speaker: s, Local: l, Log: log, leaving: map[netip.Prefix]time.Time{},
+	return &Announcer{Speaker: s, Local: l, Log: log, leaving: map[netip.Prefix]time.Time{}, stopping: map[string]bool{},
 		kick: make(chan struct{}, 1), state: State{Healthy: map[string]bool{}}}
 }
 
@@ -87,6 +90,21 @@ func (a *Announcer) SetServices(gs []Group) {
 func (a *Announcer) SetHealth(check string, ok bool) {
 	a.mu.Lock()
 	a.state.Healthy[check] = ok
+	delete(a.stopping, check)
+	a.mu.Unlock()
+	a.wake()
+}
+
+// SetStopping records a failing verdict whose daemon still serves its open
+// connections while it stops (haproxy's stopping file): the routes are
+// withdrawn as for any failure, and Leaving is told first, so the other
+// nodes send those connections' packets back here. A real failure is not
+// told: its connections have nowhere to go, and a peer slow to answer would
+// only delay the withdrawal.
+func (a *Announcer) SetStopping(check string) {
+	a.mu.Lock()
+	a.state.Healthy[check] = false
+	a.stopping[check] = true
 	a.mu.Unlock()
 	a.wake()
 }
@@ -157,6 +175,18 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 				if slices.Contains(a.routes, p) {
 					tell = append(tell, p.Addr())
 				}
+			}
+		}
+	}
+	// Withdrawn because their daemon is stopping: still held and served.
+	for _, g := range a.state.all() {
+		if !a.stopping[g.Check] {
+			continue
+		}
+		for _, v := range g.VIPs {
+			p := Host(v)
+			if slices.Contains(a.routes, p) && !slices.Contains(want, p) && slices.Contains(local, p) && !slices.Contains(tell, p.Addr()) {
+				tell = append(tell, p.Addr())
 			}
 		}
 	}

@@ -162,8 +162,9 @@ func TestAnnouncerOrder(t *testing.T) {
 
 // TestAnnouncerLeaving: Leaving hears of an announced VIP before its
 // withdrawal whenever the node keeps holding it for a drain (it leaves the
-// node; a stop), with the drain; never of a failing check's withdrawal
-// (the VIP's connections have nowhere to go) or a VIP never announced.
+// node; a stop) or serving it (its daemon stopping on purpose), with the
+// drain; never of a failing check's withdrawal (the VIP's connections have
+// nowhere to go) or a VIP never announced.
 func TestAnnouncerLeaving(t *testing.T) {
 	ev := &events{}
 	a := NewAnnouncer(fakeSpeaker{ev}, fakeLocal{ev}, quiet{})
@@ -185,6 +186,10 @@ func TestAnnouncerLeaving(t *testing.T) {
 	}{
 		{"check fails", func() { a.SetHealth("ingress", false); step(0) }, "announce []"},
 		{"check passes", func() { a.SetHealth("ingress", true); step(0) }, "announce [10.91.100.2/32]"},
+		{"its daemon stops (haproxy's stopping file)", func() { a.SetStopping("ingress"); step(0) },
+			"leaving [10.91.100.2] for 50ms (deadline true); announce []"},
+		{"still stopping: told once", func() { step(10 * time.Millisecond) }, ""},
+		{"a new daemon passes", func() { a.SetHealth("ingress", true); step(0) }, "announce [10.91.100.2/32]"},
 		{"the VIP leaves the node", func() { a.SetGroups(nil); step(0) },
 			"leaving [10.91.100.2] for 50ms (deadline true); announce []"},
 		{"drained", func() { step(60 * time.Millisecond) }, "hold []"},

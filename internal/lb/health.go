@@ -53,6 +53,10 @@ type Prober struct {
 	Client *http.Client
 	// Changed, when set, is called with each new verdict.
 	Changed func(healthy bool)
+	// Stops, when set, is called instead of Changed(false) when the verdict
+	// turns unhealthy because the Stopping file appeared: the daemon still
+	// serves its open connections while it stops.
+	Stops func()
 	// WriteFailed, when set, is called when writing a track file starts
 	// failing (once, not at every probe).
 	WriteFailed func(error)
@@ -89,11 +93,12 @@ func (p *Prober) Run(ctx context.Context) error {
 	for {
 		now := time.Now()
 		var res probeResult
+		stops := false
 		switch {
 		case p.stopping():
 			// Ahead of the HTTP probe: the daemon still answers while it
 			// says it stops, which must not count as a pass.
-			res = probeRefused
+			res, stops = probeRefused, true
 		case !now.Before(next):
 			res = p.probe(ctx, client)
 			next = now.Add(interval)
@@ -164,7 +169,10 @@ func (p *Prober) Run(ctx context.Context) error {
 			case verdict == nil || *verdict != *want:
 				failing = false
 				verdict = want
-				if p.Changed != nil {
+				switch {
+				case !*want && stops && p.Stops != nil:
+					p.Stops()
+				case p.Changed != nil:
 					p.Changed(*want)
 				}
 			default:

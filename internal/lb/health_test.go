@@ -199,6 +199,33 @@ func TestProberStoppingFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(true, "0\n")
+
+	// With Stops, that verdict goes to it instead of Changed(false); a
+	// failure of another kind still goes to Changed.
+	stops := make(chan struct{}, 10)
+	pr2 := &Prober{URL: srv.URL + "/haproxy_ready", Paths: []string{path}, Stopping: stop, Interval: 30 * time.Millisecond,
+		Watch: 10 * time.Millisecond, Rise: 2, Fall: 3, Changed: func(h bool) { verdicts <- h }, Stops: func() { stops <- struct{}{} }}
+	cancel()
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() { _ = pr2.Run(ctx) }()
+	want(true, "0\n")
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stops:
+	case v := <-verdicts:
+		t.Fatalf("verdict %v to Changed, want Stops", v)
+	case <-ctx.Done():
+		t.Fatal("no Stops")
+	}
+	if err := os.Remove(stop); err != nil {
+		t.Fatal(err)
+	}
+	want(true, "0\n")
+	srv.Close()
+	want(false, "1\n")
 }
 
 // TestProberKeepsHysteresis: a bad answer from a port that is open is

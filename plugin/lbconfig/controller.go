@@ -440,6 +440,15 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 			},
 			WriteFailed: func(err error) { log.Warningf("%s health: %v", check, err) },
 		}
+		if ann != nil {
+			p.Stops = func() {
+				log.Infof("%s health failing: %s (its daemon stops; the open connections stay served here)", check, what)
+				ann.SetStopping(check)
+				if standby != nil {
+					standby(vips, false)
+				}
+			}
+		}
 		if gate != nil {
 			p.Open = gate.Open
 		}
