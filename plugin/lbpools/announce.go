@@ -3,6 +3,7 @@ package lbpools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/infradns/infradns/internal/cluster"
@@ -46,7 +47,8 @@ func (a *announcers) update(svcs []cluster.LBService) (events []announcement, un
 		}
 		next[s.Key()] = by
 		prev, seen := a.last[s.Key()]
-		if first || (seen && strings.Join(prev, ",") == strings.Join(by, ",") && (prev == nil) == (by == nil)) {
+		// Announcers is nil (nobody) or names someone, so Equal tells the two apart.
+		if first || (seen && slices.Equal(prev, by)) {
 			continue
 		}
 		events = append(events, announcementOf(s.Key(), by))
