@@ -28,7 +28,8 @@ import (
 //
 // Then 1 and 10 processes at once (the apiserver's bytes and CPU per
 // heartbeat), and 9 started together. Writes SCALE_OUT (default
-// docs/scale-benchmarks.md) and prints it.
+// docs/scale-benchmarks.md; TestScaleBenchLB's section kept) and prints
+// it.
 func TestScaleBench(t *testing.T) {
 	sizes := fields(os.Getenv("SCALE_NODES"), "500 2000 5000")
 	bins := fields(os.Getenv("SCALE_BINS"), "current=bin/coredns")
@@ -64,6 +65,14 @@ func TestScaleBench(t *testing.T) {
 		}
 		benchSize(t, &rep, n, configs, time.Duration(secs)*time.Second)
 	}
+	writeReport(t, rep.String(), "")
+	fmt.Println(rep.String())
+}
+
+// writeReport writes SCALE_OUT (default docs/scale-benchmarks.md) with
+// nodes or lb replaced, whichever is given.
+func writeReport(t *testing.T, nodes, lb string) {
+	t.Helper()
 	out := os.Getenv("SCALE_OUT")
 	if out == "" {
 		out = "docs/scale-benchmarks.md"
@@ -71,10 +80,71 @@ func TestScaleBench(t *testing.T) {
 	if !filepath.IsAbs(out) {
 		out = filepath.Join("../../..", out)
 	}
-	if err := os.WriteFile(out, []byte(rep.String()), 0o644); err != nil {
+	old, err := os.ReadFile(out)
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	fmt.Println(rep.String())
+	oldNodes, oldLB := string(old), ""
+	if i := strings.Index(oldNodes, "\n"+lbHeading); i >= 0 {
+		oldNodes, oldLB = oldNodes[:i+1], oldNodes[i+1:]
+	}
+	if nodes == "" {
+		nodes = oldNodes
+	}
+	if lb == "" {
+		lb = oldLB
+	}
+	if lb != "" {
+		nodes = strings.TrimRight(nodes, "\n") + "\n\n" + lb
+	}
+	if err := os.WriteFile(out, []byte(nodes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScaleBenchLB is `make bench-scale-lb` (and part of `make
+// bench-scale`): the LoadBalancer-Services scenario (MeasureLB) with
+// SCALE_LB_SERVICES (default 1000) Services created at SCALE_LB_RATE per
+// second (10) on SCALE_LB_NODES Nodes (5000), heartbeat windows of
+// SCALE_LB_SECONDS (60: CPU time comes in 10-ms ticks, and a window holds
+// a thousand heartbeats), bin/coredns (SCALE_LB_BIN). Writes its section
+// of SCALE_OUT and prints it.
+func TestScaleBenchLB(t *testing.T) {
+	o := LBOptions{Nodes: envInt(t, "SCALE_LB_NODES", 5000), Services: envInt(t, "SCALE_LB_SERVICES", 1000),
+		Rate: envInt(t, "SCALE_LB_RATE", 10), HeartbeatRate: 17, Window: time.Duration(envInt(t, "SCALE_LB_SECONDS", 60)) * time.Second}
+	bin := os.Getenv("SCALE_LB_BIN")
+	if bin == "" {
+		bin = "bin/coredns"
+	}
+	if !filepath.IsAbs(bin) {
+		bin = filepath.Join("../../..", bin)
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	c := kubetest.StartWith(t, kubetest.Options{ExtraAPIServerArgs: LBAPIServerArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	began := time.Now()
+	Populate(ctx, t, c, o.Nodes)
+	t.Logf("%d Nodes created in %v", o.Nodes, time.Since(began).Round(time.Second))
+	r := MeasureLB(ctx, t, c, bin, o)
+	for _, m := range r.Moves {
+		m.Check(t)
+	}
+	rep := LBReport(r, o, strings.Join(strings.Fields(string(load))[:3], " "))
+	writeReport(t, "", rep)
+	fmt.Println(rep)
+}
+
+func envInt(t *testing.T, key string, def int) int {
+	s := os.Getenv(key)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s: %q is not a positive number", key, s)
+	}
+	return n
 }
 
 func fields(s, def string) []string {
@@ -122,5 +192,3 @@ func benchSize(t *testing.T, rep *strings.Builder, n int, configs []Config, beat
 	}
 	fmt.Fprintln(rep)
 }
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }

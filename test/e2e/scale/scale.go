@@ -154,8 +154,9 @@ type Proc struct {
 	dns, prom string
 	dir       string
 	started   time.Time
-	log       *bytes.Buffer
+	log       *syncBuffer
 	exited    chan struct{}
+	get       *http.Client // for the metrics, inside the process's namespace
 }
 
 // Start runs cfg's binary with its Corefile; Stop kills it (t.Cleanup too).
@@ -197,12 +198,27 @@ func Start(t testing.TB, c *kubetest.Cluster, cfg Config) *Proc {
     }%s
 }
 `, dnsPort, p.prom, Zone, c.Kubeconfig, names, lb)
-	path := filepath.Join(dir, "Corefile")
+	p.run(t, cfg.Binary, conf, nil)
+	return p
+}
+
+// run starts binary with the Corefile conf, inside ns when one is given
+// (nsenter joins it and execs the binary in place: the PID is CoreDNS's).
+func (p *Proc) run(t testing.TB, binary, conf string, ns *NetNS) {
+	t.Helper()
+	path := filepath.Join(p.dir, "Corefile")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.log = &bytes.Buffer{}
-	p.cmd = exec.Command(cfg.Binary, "-conf", path)
+	p.log = &syncBuffer{}
+	p.get = http.DefaultClient
+	if ns == nil {
+		p.cmd = exec.Command(binary, "-conf", path)
+	} else {
+		p.cmd = exec.Command("nsenter", "--net=/proc/self/fd/3", binary, "-conf", path)
+		p.cmd.ExtraFiles = []*os.File{ns.f}
+		p.get = &http.Client{Transport: &http.Transport{DialContext: ns.Dial}}
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p.started = time.Now()
@@ -215,7 +231,24 @@ func Start(t testing.TB, c *kubetest.Cluster, cfg Config) *Proc {
 		close(p.exited)
 	}()
 	t.Cleanup(p.Stop)
-	return p
+}
+
+// syncBuffer is a process's output, read while the process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // Stop kills the process and waits for it.
@@ -264,7 +297,7 @@ func query(server, name string) string {
 // Metric is the sum of the series of name (with any labels) on p's
 // metrics endpoint.
 func (p *Proc) Metric(name string) float64 {
-	v, _ := scrape("http://"+p.prom+"/metrics", nil, name)
+	v, _ := scrape("http://"+p.prom+"/metrics", p.get, nil, name)
 	return v
 }
 
@@ -294,16 +327,24 @@ func (p *Proc) Wrote(t testing.TB, timeout time.Duration) time.Duration {
 // for d, and returns how many were sent.
 func Heartbeats(ctx context.Context, t testing.TB, c *kubetest.Cluster, n, rate int, d time.Duration) int {
 	t.Helper()
-	var sent, seq atomic.Int64
+	var sent atomic.Int64
+	stop := make(chan struct{})
+	time.AfterFunc(d, func() { close(stop) })
+	beatUntil(ctx, t, c, n, rate, stop, &sent)
+	return int(sent.Load())
+}
+
+// beatUntil is Heartbeats until stop closes, counting them in sent as they go.
+func beatUntil(ctx context.Context, t testing.TB, c *kubetest.Cluster, n, rate int, stop <-chan struct{}, sent *atomic.Int64) {
+	var seq atomic.Int64
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
-	end := time.After(d)
 	var wg sync.WaitGroup
 	for {
 		select {
-		case <-end:
+		case <-stop:
 			wg.Wait()
-			return int(sent.Load())
+			return
 		case <-tick.C:
 		}
 		i := rand.N(n)
@@ -352,7 +393,7 @@ func ChangeAddress(ctx context.Context, t testing.TB, c *kubetest.Cluster, i int
 // (apiserver_watch_events_sizes_sum{resource="nodes"}), and its CPU time.
 func APIWatchBytes(t testing.TB, c *kubetest.Cluster, resource string) float64 {
 	t.Helper()
-	v, err := scrape(c.URL+"/metrics", c, `apiserver_watch_events_sizes_sum`, `resource="`+resource+`"`)
+	v, err := scrape(c.URL+"/metrics", nil, c, `apiserver_watch_events_sizes_sum`, `resource="`+resource+`"`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,27 +406,41 @@ func APICPU(c *kubetest.Cluster) time.Duration {
 	return cpu(pid)
 }
 
-func scrape(url string, c *kubetest.Cluster, name string, filters ...string) (float64, error) {
+// scrape sums the series of name that hold every filter: the apiserver's
+// when c is given, else url's, fetched with get.
+func scrape(url string, get *http.Client, c *kubetest.Cluster, name string, filters ...string) (float64, error) {
+	series, err := scrapeSeries(url, get, c, name)
+	total := 0.0
+	for labels, v := range series {
+		if !slices.ContainsFunc(filters, func(f string) bool { return !strings.Contains(labels, f) }) {
+			total += v
+		}
+	}
+	return total, err
+}
+
+// scrapeSeries is each series of name by its labels ("" without any).
+func scrapeSeries(url string, get *http.Client, c *kubetest.Cluster, name string) (map[string]float64, error) {
 	var body []byte
 	if c != nil {
 		b, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		body = b
 	} else {
-		resp, err := http.Get(url)
+		resp, err := get.Get(url)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		defer resp.Body.Close()
 		var buf bytes.Buffer
 		if _, err := buf.ReadFrom(resp.Body); err != nil {
-			return 0, err
+			return nil, err
 		}
 		body = buf.Bytes()
 	}
-	total := 0.0
+	out := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -393,14 +448,13 @@ func scrape(url string, c *kubetest.Cluster, name string, filters ...string) (fl
 		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
 		}
-		if !slices.ContainsFunc(filters, func(f string) bool { return !strings.Contains(line, f) }) {
-			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			if err == nil {
-				total += v
-			}
+		sp := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err == nil {
+			out[line[len(name):sp]] = v
 		}
 	}
-	return total, nil
+	return out, nil
 }
 
 func cpu(pid int) time.Duration {
@@ -510,7 +564,7 @@ func Baseline(ctx context.Context, t testing.TB, c *kubetest.Cluster, o Options)
 // NodeWatches is the apiserver's count of open Node watches.
 func NodeWatches(t testing.TB, c *kubetest.Cluster) int {
 	t.Helper()
-	v, err := scrape("", c, "apiserver_longrunning_requests", `resource="nodes"`, `verb="WATCH"`)
+	v, err := scrape("", nil, c, "apiserver_longrunning_requests", `resource="nodes"`, `verb="WATCH"`)
 	if err != nil {
 		t.Fatal(err)
 	}

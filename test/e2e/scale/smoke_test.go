@@ -4,6 +4,8 @@ package scale
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +65,42 @@ func TestScaleSmoke(t *testing.T) {
 	if b <= 0 {
 		t.Errorf("2 Node watchers: %.0f bytes per heartbeat", b)
 	}
+}
+
+// TestScaleLBSmoke runs the LoadBalancer-Services scenario of `make
+// bench-scale-lb` at 50 Nodes and 20 Services with 1-s windows, so it
+// cannot rot: every Service gets its address, every figure comes out, the
+// report renders, and a Local Service's endpoint change moves its own
+// routes alone (Move.Check). It asserts no duration.
+func TestScaleLBSmoke(t *testing.T) {
+	c := kubetest.StartWith(t, kubetest.Options{ExtraAPIServerArgs: LBAPIServerArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := LBOptions{Nodes: 50, Services: 20, Rate: 20, HeartbeatRate: 20, Window: time.Second}
+	Populate(ctx, t, c, o.Nodes)
+	r := MeasureLB(ctx, t, c, lab.Binary(t, "coredns"), o)
+	if len(r.Alloc) != o.Services || slices.Min(r.Alloc) <= 0 {
+		t.Errorf("allocation times: %v", r.Alloc)
+	}
+	for name, cs := range map[string][2]Cost{"allocator": r.Allocator, "announcer": r.Announcer} {
+		for k, c := range cs {
+			if c.Beats == 0 || c.RSS <= 0 || c.Total <= 0 {
+				t.Errorf("%s, window %d: a figure is missing: %+v", name, k, c)
+			}
+		}
+	}
+	if r.AnnouncerRoutes != float64(r.WantRoutes) || r.AllocatorRoutes != float64(r.WantRoutes) || r.WantRoutes == 0 {
+		t.Errorf("routes for the Services: allocator %.0f, announcer %.0f, want %d", r.AllocatorRoutes, r.AnnouncerRoutes, r.WantRoutes)
+	}
+	if len(r.Moves) != 2 {
+		t.Fatalf("%d endpoint changes measured, want 2", len(r.Moves))
+	}
+	for _, m := range r.Moves {
+		m.Check(t)
+	}
+	rep := LBReport(r, o, "smoke")
+	if n := strings.Count(rep, "\n|---"); n != 3 {
+		t.Errorf("the report has %d tables, want 3:\n%s", n, rep)
+	}
+	t.Log(rep)
 }
