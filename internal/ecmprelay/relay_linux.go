@@ -94,8 +94,24 @@ func (r *Relay) Update(p Plan, vips []netip.Addr) error {
 		return r.failed(fmt.Errorf("control socket: %w", err))
 	}
 	r.conn, r.done, r.built, r.ns = conn, make(chan struct{}), true, ns
-	go r.serve(conn, r.done, int(ns.Fd()))
+	fd := int(ns.Fd())
+	if processNS(ns) {
+		// Every thread is already there. Entering it by its fd would need
+		// CAP_SYS_ADMIN (setns), which lbconfig's BGP pod does not have.
+		fd = -1
+	}
+	go r.serve(conn, r.done, fd)
 	return nil
+}
+
+// processNS says whether ns is the process's own network namespace: true
+// but in tests, whose locked threads enter a lab node's.
+func processNS(ns *os.File) bool {
+	var a, b unix.Stat_t
+	if unix.Fstat(int(ns.Fd()), &a) != nil || unix.Stat("/proc/self/ns/net", &b) != nil {
+		return false
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // RetryAfter is how long a plan that failed to build is not tried again.
@@ -361,13 +377,18 @@ func linkWith(a netip.Addr) netlink.Link {
 }
 
 // addLeaving puts e in the leaving map of its family, replacing an entry
-// for the VIP (another node's, or this one's older), in namespace ns.
+// for the VIP (another node's, or this one's older), in namespace ns (-1:
+// the process's own).
 func addLeaving(ns int, e Entry) error {
 	fam, typ := nftables.TableFamilyIPv4, nftables.TypeIPAddr
 	if e.VIP.Is6() {
 		fam, typ = nftables.TableFamilyIPv6, nftables.TypeIP6Addr
 	}
-	c, err := nftables.New(nftables.WithNetNSFd(ns))
+	var opts []nftables.ConnOption
+	if ns >= 0 {
+		opts = append(opts, nftables.WithNetNSFd(ns))
+	}
+	c, err := nftables.New(opts...)
 	if err != nil {
 		return err
 	}
