@@ -66,7 +66,7 @@ type Announcer struct {
 // nothing until groups and a verdict for their check are set.
 func NewAnnouncer(s Speaker, l LocalVIPs, log Logger) *Announcer {
 	return &Announcer{Speaker: s, Local: l, Log: log, leaving: map[netip.Prefix]time.Time{}, stopping: map[string]bool{},
-		kick: make(chan struct{}, 1), state: State{Healthy: map[string]bool{}}}
+		kick: make(chan struct{}, 1), state: State{Healthy: map[string]bool{}, Passed: map[string]bool{}}}
 }
 
 // SetGroups sets the groups this node may announce (each plan's).
@@ -90,6 +90,9 @@ func (a *Announcer) SetServices(gs []Group) {
 func (a *Announcer) SetHealth(check string, ok bool) {
 	a.mu.Lock()
 	a.state.Healthy[check] = ok
+	if ok {
+		a.state.Passed[check] = true
+	}
 	delete(a.stopping, check)
 	a.mu.Unlock()
 	a.wake()
@@ -117,6 +120,7 @@ func (a *Announcer) State() State {
 	s.Groups = slices.Clone(s.Groups)
 	s.Services = slices.Clone(s.Services)
 	s.Healthy = maps.Clone(s.Healthy)
+	s.Passed = maps.Clone(s.Passed)
 	return s
 }
 

@@ -29,6 +29,8 @@ type State struct {
 	// second source beside the plan's groups, from the Services' watch).
 	Services []Group
 	Healthy  map[string]bool
+	// Passed are the checks that have passed since the process started.
+	Passed   map[string]bool
 	Draining bool
 }
 
@@ -52,13 +54,20 @@ func (s State) Routes() []netip.Prefix {
 	return sortPrefixes(out)
 }
 
-// Local are the VIPs to hold on the node: those of every eligible group,
-// healthy or not. A failing check withdraws the route but keeps the address,
-// so connections the fabric still sends (until its next hop is gone) are
-// answered rather than reset.
+// Local are the VIPs to hold on the node: those of every eligible group
+// whose check has passed since the start, healthy now or not. A failing
+// check withdraws the route but keeps the address, so connections the
+// fabric still sends (until its next hop is gone) are answered rather than
+// reset. Not before the first pass: the API VIP is also every node's
+// second nameserver, and a starting node that held it before its own
+// resolver answered took its own lookups (the fabric's route would have
+// led them to a node that answers).
 func (s State) Local() []netip.Prefix {
 	var out []netip.Prefix
 	for _, g := range s.all() {
+		if !s.Healthy[g.Check] && !s.Passed[g.Check] {
+			continue
+		}
 		for _, v := range g.VIPs {
 			out = append(out, Host(v))
 		}

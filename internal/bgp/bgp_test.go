@@ -34,17 +34,22 @@ func TestStateRoutes(t *testing.T) {
 		localVIPs []netip.Prefix
 	}{
 		{"nothing known", State{}, nil, nil},
-		{"eligible, check not known yet", State{Groups: []Group{apiGroup}}, nil, pfx("10.91.100.1", "fd00:91:100::1")},
+		// Not held before the check's first pass: a starting node's own
+		// lookups of the API VIP go to a node that answers.
+		{"eligible, check not known yet", State{Groups: []Group{apiGroup}}, nil, nil},
+		{"eligible, check failing, never passed", State{Groups: []Group{apiGroup}, Healthy: map[string]bool{"api": false}}, nil, nil},
 		{"eligible and healthy", State{Groups: []Group{apiGroup}, Healthy: map[string]bool{"api": true}},
 			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "fd00:91:100::1")},
-		{"one check failing", State{Groups: []Group{ingress, apiGroup}, Healthy: map[string]bool{"api": true, "ingress": false}},
+		{"one check failing after it passed", State{Groups: []Group{ingress, apiGroup}, Healthy: map[string]bool{"api": true, "ingress": false}, Passed: map[string]bool{"api": true, "ingress": true}},
 			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "10.91.100.2", "fd00:91:100::1")},
-		{"healthy but not eligible", State{Groups: []Group{ingress}, Healthy: map[string]bool{"api": true}}, nil, pfx("10.91.100.2")},
+		{"one check failing, never passed", State{Groups: []Group{ingress, apiGroup}, Healthy: map[string]bool{"api": true, "ingress": false}},
+			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "fd00:91:100::1")},
+		{"healthy but not eligible", State{Groups: []Group{ingress}, Healthy: map[string]bool{"api": true}, Passed: map[string]bool{"api": true}}, nil, nil},
 		{"draining", State{Groups: []Group{apiGroup}, Healthy: map[string]bool{"api": true}, Draining: true}, nil, pfx("10.91.100.1", "fd00:91:100::1")},
 		{"Services beside the groups", State{Groups: []Group{apiGroup}, Services: []Group{svcs}, Healthy: map[string]bool{"api": true, "services": true}},
 			pfx("10.91.100.1", "10.91.100.16", "fd00:91:100::1", "fd00:91:100::10"), pfx("10.91.100.1", "10.91.100.16", "fd00:91:100::1", "fd00:91:100::10")},
 		{"Services not known healthy yet", State{Groups: []Group{apiGroup}, Services: []Group{svcs}, Healthy: map[string]bool{"api": true}},
-			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "10.91.100.16", "fd00:91:100::1", "fd00:91:100::10")},
+			pfx("10.91.100.1", "fd00:91:100::1"), pfx("10.91.100.1", "fd00:91:100::1")},
 		{"Services draining", State{Services: []Group{svcs}, Healthy: map[string]bool{"services": true}, Draining: true}, nil, pfx("10.91.100.16", "fd00:91:100::10")},
 	}
 	for _, tc := range tests {
@@ -120,7 +125,7 @@ func TestAnnouncerOrder(t *testing.T) {
 	step(0)
 	a.SetHealth("ingress", true)
 	step(0)
-	want := "hold [10.91.100.2/32]; announce []; announce [10.91.100.2/32]"
+	want := "announce []; hold [10.91.100.2/32]; announce [10.91.100.2/32]"
 	if got := ev.String(); got != want {
 		t.Fatalf("bring-up:\n got %s\nwant %s", got, want)
 	}

@@ -43,10 +43,12 @@ func TestRenderBGP(t *testing.T) {
 	}{
 		{ControlPlane, "master-0", []string{"vip-mode bgp", "bgp-asn 64513",
 			"bgp-peer 192.0.2.1 64512 port 179 hold 9s keepalive 3s bfd 100ms 3",
-			"bgp-peer 2001:db8::1 64512 port 179 hold 9s keepalive 3s bfd 50ms 4"}},
+			"bgp-peer 2001:db8::1 64512 port 179 hold 9s keepalive 3s bfd 50ms 4",
+			"resolver-ready http://127.0.0.1:18181/ready"}},
 		{Worker, "worker-8", []string{"vip-mode bgp", "bgp-asn 64513",
 			"bgp-peer 203.0.113.1 64600 port 179 hold 9s keepalive 3s bfd 100ms 3",
-			"bgp-peer 2001:db8:2::1 64600 port 179 hold 9s keepalive 3s bfd 100ms 3"}},
+			"bgp-peer 2001:db8:2::1 64600 port 179 hold 9s keepalive 3s bfd 100ms 3",
+			"resolver-ready http://127.0.0.1:18181/ready"}},
 	} {
 		t.Run(tc.node, func(t *testing.T) {
 			got := render(t, bgpFile(t, tc.role, tc.node))
@@ -56,7 +58,7 @@ func TestRenderBGP(t *testing.T) {
 			core := string(got[LBCorefile].Data)
 			var lines []string
 			for _, l := range strings.Split(core, "\n") {
-				if l = strings.TrimSpace(l); strings.HasPrefix(l, "vip-mode") || strings.HasPrefix(l, "bgp-") {
+				if l = strings.TrimSpace(l); strings.HasPrefix(l, "vip-mode") || strings.HasPrefix(l, "bgp-") || strings.HasPrefix(l, "resolver-ready") {
 					lines = append(lines, l)
 				}
 				if strings.HasPrefix(l, "keepalived ") || strings.HasPrefix(l, "reload keepalived") {

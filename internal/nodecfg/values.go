@@ -205,7 +205,9 @@ func (f File) Values() (Values, error) {
 	v.Spread = cluster.IngressGroups(spec.IngressVIPs) > 1
 	if spec.Mode == cluster.ModeBGP {
 		v.BGP = true
-		v.BGPOptions = bgpOptions(spec.BGP)
+		// The API VIP, every node's second nameserver, is held once this
+		// node's own resolver answers (lbconfig's resolver-ready).
+		v.BGPOptions = append(bgpOptions(spec.BGP), fmt.Sprintf("resolver-ready http://127.0.0.1:%d/ready", readyPort))
 	}
 	if v.HAProxy {
 		for _, ap := range f.APIServers {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -414,10 +416,19 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 		if !gated {
 			continue
 		}
+		// BGP: the API VIP, every node's second nameserver, waits for the
+		// node's own resolver (see resolver-ready).
+		awaitResolver := func() {}
+		if ann != nil && check == cluster.CheckAPI && l.resolverReady != "" {
+			awaitResolver = func() { waitResolver(ctx, l.resolverReady, resolverWait) }
+		}
 		if url == cluster.HealthNone {
 			if ann != nil {
 				// No check of ours: eligible is enough to announce.
-				ann.SetHealth(check, true)
+				wg.Go(func() {
+					awaitResolver()
+					ann.SetHealth(check, true)
+				})
 			}
 			// Nor a standby copy on lo: without a check nothing says this
 			// node serves the VIP (its own connections would meet no
@@ -455,9 +466,54 @@ func (l *LBConfig) startProbers(ctx context.Context, m *cluster.Model, gate *lb.
 		if check == cluster.CheckAPI {
 			p.Stopping = l.haproxyStopping()
 		}
-		wg.Go(func() { _ = p.Run(ctx) })
+		wg.Go(func() {
+			awaitResolver()
+			_ = p.Run(ctx)
+		})
 	}
 	return wg.Wait
+}
+
+// resolverWait bounds how long a starting lbconfig waits for the node's
+// resolver before it holds and announces the API VIP anyway: a resolver
+// that never comes up must not take the API's capacity with it.
+const resolverWait = 30 * time.Second
+
+// waitResolver returns once url answers 2xx, after limit, or when ctx
+// ends, polling every 100 ms.
+func waitResolver(ctx context.Context, url string, limit time.Duration) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	logged := false
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err == nil {
+			if resp, err := client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+				resp.Body.Close()
+				if resp.StatusCode/100 == 2 {
+					if logged {
+						log.Infof("the node's resolver is ready (%s) after %s: the API VIP may be held and announced", url, time.Since(start).Round(time.Millisecond))
+					}
+					return
+				}
+			}
+		}
+		if !logged {
+			log.Infof("the API VIP waits for the node's resolver (%s) before it is held and announced", url)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				log.Warningf("the node's resolver (%s) is not ready after %s: holding and announcing the API VIP anyway", url, limit)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // haproxyStopping is the file haproxy's pod creates when it is being

@@ -40,6 +40,9 @@ type LBConfig struct {
 	servicesHealth string
 	// noRelay turns BGP mode's hand-over relay off (bgp-relay off).
 	noRelay bool
+	// resolverReady is the node resolver's readiness URL (resolver-ready):
+	// BGP mode holds and announces the API VIP only once it passed.
+	resolverReady string
 	// tools validates renders; tests point it into a network namespace.
 	tools lb.Tools
 	// newClient replaces the kubeconfig lookup in tests (a fake clientset).

@@ -219,6 +219,13 @@ var options = []option{
 		p.l.noRelay = v == "off"
 		return nil
 	})},
+	{name: "resolver-ready", bgpOnly: true, parse: one(func(p *parsing, v string) error {
+		if err := cluster.CheckHealthURL(v); err != nil || v == cluster.HealthNone {
+			return p.c.Errf("resolver-ready: %q is not an http(s) URL with a host", v)
+		}
+		p.l.resolverReady = v
+		return nil
+	})},
 	{name: "services", bgpOnly: true, parse: func(p *parsing, args []string) error {
 		if len(args) > 1 || len(args) == 1 && args[0] != "default" {
 			return p.c.Errf("services takes nothing, or 'default' (also the Services with no loadBalancerClass): %q", args)

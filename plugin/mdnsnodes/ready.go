@@ -2,17 +2,15 @@ package mdnsnodes
 
 import "time"
 
-// Ready implements the ready plugin's interface: true once either source has
-// delivered its first full view: the listener has sent its first query and
-// waited one query window for the answers, or the API's first Node list is
-// served.
-func (m *MDNSNodes) Ready() bool {
-	if m.forceReady || m.apiSynced.Load() {
-		return true
-	}
-	b := m.browser.Load()
-	return b != nil && b.Ready()
-}
+// Ready implements the ready plugin's interface: true once a node name
+// neither source has is NXDOMAIN rather than SERVFAIL (knowsAll): the
+// API's first Node list is served, or the listener has heard its first
+// full window and there is no API to wait for or it has not come within
+// apiGrace. Ready means every name is answered: lbconfig holds the API VIP,
+// every node's second nameserver, only once its node's resolver is ready
+// (BGP mode), and a SERVFAIL there sent the node's own lookups on to the
+// upstream server.
+func (m *MDNSNodes) Ready() bool { return m.knowsAll() }
 
 // apiGrace is how long a node name mDNS has not heard waits for the API's
 // first Node list before it is NXDOMAIN. The list comes about a second after
