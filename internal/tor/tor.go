@@ -50,6 +50,10 @@ type Config struct {
 	VIPs []netip.Prefix
 	// MaxPaths bounds the ECMP next hops of one prefix.
 	MaxPaths int
+	// KernelTable, when set, is the kernel routing table BIRD installs
+	// the routes in instead of the main one: a lab switch that programs
+	// its forwarding from there (resilient next-hop groups). FRR ignores it.
+	KernelTable int
 }
 
 // Example is the ToR of the operator guide's example: three nodes in one
@@ -223,7 +227,11 @@ func BIRD(c Config) string {
 	}
 	b.WriteString("protocol device { }\n")
 	for _, fam := range []string{"ipv4", "ipv6"} {
-		fmt.Fprintf(&b, "protocol kernel { %s { import none; export all; }; merge paths on; }\n", fam)
+		table := ""
+		if c.KernelTable != 0 {
+			table = fmt.Sprintf("kernel table %d; ", c.KernelTable)
+		}
+		fmt.Fprintf(&b, "protocol kernel { %s%s { import none; export all; }; merge paths on; }\n", table, fam)
 	}
 	if c.BFD {
 		fmt.Fprintf(&b, "protocol bfd { interface \"*\" { min rx interval %d ms; min tx interval %d ms; multiplier %d; }; }\n",

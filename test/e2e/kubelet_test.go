@@ -366,10 +366,6 @@ func TestKubeletStaticPods(t *testing.T) {
 			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
 		}
 	}
-	kubelet := filepath.Join(kubetest.Binaries(t), "kubelet")
-	infradns := lab.Binary(t, "infradns")
-	imgInfradns, imgPause := klImages(t, klPause)
-
 	l := lab.New(t, lab.Config{Prefix: "kl", Nodes: 3, Client: true, TeardownGrace: 2 * time.Second})
 	// Linux's default, as on the hosts infradns installs on (the lab allows
 	// it): the resolver binds the API VIP ahead of having it (IP_FREEBIND).
@@ -398,8 +394,6 @@ func TestKubeletStaticPods(t *testing.T) {
 		apiServerSlice("kubernetes", int32(apiAddr.Port()), apiAddr.Addr().String()), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := string(mustRead(t, kube.Kubeconfig))
-
 	clusterYAML := func(image string) string {
 		return fmt.Sprintf(`cluster: %s
 domain: %s
@@ -418,69 +412,7 @@ lbPools: default
 	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
 	writeFile(t, clusterFile, clusterYAML(klImage))
 
-	base := t.TempDir()
-	var nodes []*klNode
-	klPodLogsOnFailure(t, &nodes)
-	for _, n := range l.Nodes() {
-		k := startKLNode(ctx, t, n, filepath.Join(base, n.Name), "/etc", "/var/lib")
-		k.kubeletBin = kubelet
-		nodes = append(nodes, k)
-		// The operator's install: render-node to "/", the dispatcher as
-		// NetworkManager runs it, the kubeconfig.
-		if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", nodecfg.ControlPlane, "-node", k.n.Name, "-o", "/"); err != nil {
-			t.Fatalf("render-node: %v", err)
-		} else if k == nodes[0] {
-			t.Logf("render-node on %s:\n%s", k.n.Name, out)
-		}
-		writeFile(t, k.path("/run/NetworkManager/resolv.conf"), fmt.Sprintf("nameserver 127.0.0.53\nnameserver %s\n", site.IPv4))
-		if out, err := k.run(ctx, "bash", nodecfg.DispatcherPath, lab.Iface, "up"); err != nil {
-			t.Fatalf("dispatcher: %v", err)
-		} else if !strings.Contains(string(mustRead(t, k.path("/etc/resolv.conf"))), "nameserver "+k.n.IPv4.String()) {
-			t.Fatalf("dispatcher on %s did not put the node first in resolv.conf: %s\n%s", k.n.Name, mustRead(t, k.path("/etc/resolv.conf")), out)
-		}
-		if err := os.MkdirAll(k.path("/etc/kubernetes/infradns"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		// As the guide says: root:65532 0640, read by lbconfig (root) and
-		// mdnsnodes (65532).
-		kc := k.path("/etc/kubernetes/infradns/kubeconfig")
-		if err := os.WriteFile(kc, []byte(kubeconfig), 0o640); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(kc, 0, 65532); err != nil {
-			t.Fatal(err)
-		}
-		// Only the image's pull policy and tag matter to kubelet: the
-		// manifests stay as rendered.
-		writeFile(t, filepath.Join(k.dir, "containerd.toml"), fmt.Sprintf(klContainerdConfig, k.dir, klPause))
-		writeFile(t, filepath.Join(k.dir, "kubelet.yaml"), fmt.Sprintf(klKubeletConfig, k.dir))
-		k.containerd = k.start(t, "containerd", "containerd", "--config", filepath.Join(k.dir, "containerd.toml"))
-	}
-	manifests, err := filepath.Glob(nodes[0].path(nodecfg.ManifestDir + "/*.yaml"))
-	if err != nil || len(manifests) == 0 {
-		t.Fatalf("no manifests: %v", err)
-	}
-	var podNames []string
-	for _, m := range manifests {
-		p, err := nodecfg.DecodePod(mustRead(t, m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		podNames = append(podNames, p.Name)
-	}
-	slices.Sort(podNames)
-
-	// Images: imported into every node's containerd, in parallel.
-	klImport(ctx, t, nodes, func(*klNode) []string { return []string{imgPause, imgInfradns} })
-
-	start := time.Now()
-	for _, k := range nodes {
-		k.startKubelet(t)
-	}
-	for _, k := range nodes {
-		k.waitReady(ctx, t, podNames)
-	}
-	t.Logf("all %d pods Ready by kubelet's probes on %d nodes %v after kubelet started", len(podNames), len(nodes), time.Since(start).Round(100*time.Millisecond))
+	nodes, podNames := klInstallNodes(ctx, t, l, kube, site, clusterFile, nodecfg.ControlPlane)
 
 	// What the pods serve.
 	api, ingress := klAPIVIP.String(), lab.Host4(131).String()
@@ -624,7 +556,84 @@ lbPools: default
 	if t.Failed() {
 		return
 	}
-	klRollingUpgrade(ctx, t, l, kube, nodes, clusterYAML, podNames)
+	klRollingUpgrade(ctx, t, l, kube, nodes, clusterYAML, podNames, klVIPs{api: klAPIVIP, ingress: lab.Host4(131)})
+}
+
+// klInstallNodes installs infradns on each of the lab's nodes as an
+// operator would after kubeadm (render-node with the cluster file and
+// role, the NetworkManager dispatcher, the kubeconfig), starts containerd
+// and kubelet with the image imported, and waits until every static pod
+// is Ready. It returns the nodes and the names of their pods.
+func klInstallNodes(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubetest.Cluster, site *lab.Node, clusterFile, role string) ([]*klNode, []string) {
+	t.Helper()
+	kubelet := filepath.Join(kubetest.Binaries(t), "kubelet")
+	infradns := lab.Binary(t, "infradns")
+	imgInfradns, imgPause := klImages(t, klPause)
+	kubeconfig := string(mustRead(t, kube.Kubeconfig))
+	base := t.TempDir()
+	var nodes []*klNode
+	klPodLogsOnFailure(t, &nodes)
+	for _, n := range l.Nodes() {
+		k := startKLNode(ctx, t, n, filepath.Join(base, n.Name), "/etc", "/var/lib")
+		k.kubeletBin = kubelet
+		nodes = append(nodes, k)
+		// The operator's install: render-node to "/", the dispatcher as
+		// NetworkManager runs it, the kubeconfig.
+		if out, err := k.run(ctx, infradns, "render-node", "-f", clusterFile, "-role", role, "-node", k.n.Name, "-o", "/"); err != nil {
+			t.Fatalf("render-node: %v", err)
+		} else if k == nodes[0] {
+			t.Logf("render-node on %s:\n%s", k.n.Name, out)
+		}
+		writeFile(t, k.path("/run/NetworkManager/resolv.conf"), fmt.Sprintf("nameserver 127.0.0.53\nnameserver %s\n", site.IPv4))
+		if out, err := k.run(ctx, "bash", nodecfg.DispatcherPath, lab.Iface, "up"); err != nil {
+			t.Fatalf("dispatcher: %v", err)
+		} else if !strings.Contains(string(mustRead(t, k.path("/etc/resolv.conf"))), "nameserver "+k.n.IPv4.String()) {
+			t.Fatalf("dispatcher on %s did not put the node first in resolv.conf: %s\n%s", k.n.Name, mustRead(t, k.path("/etc/resolv.conf")), out)
+		}
+		if err := os.MkdirAll(k.path("/etc/kubernetes/infradns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// As the guide says: root:65532 0640, read by lbconfig (root) and
+		// mdnsnodes (65532).
+		kc := k.path("/etc/kubernetes/infradns/kubeconfig")
+		if err := os.WriteFile(kc, []byte(kubeconfig), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(kc, 0, 65532); err != nil {
+			t.Fatal(err)
+		}
+		// Only the image's pull policy and tag matter to kubelet: the
+		// manifests stay as rendered.
+		writeFile(t, filepath.Join(k.dir, "containerd.toml"), fmt.Sprintf(klContainerdConfig, k.dir, klPause))
+		writeFile(t, filepath.Join(k.dir, "kubelet.yaml"), fmt.Sprintf(klKubeletConfig, k.dir))
+		k.containerd = k.start(t, "containerd", "containerd", "--config", filepath.Join(k.dir, "containerd.toml"))
+	}
+	manifests, err := filepath.Glob(nodes[0].path(nodecfg.ManifestDir + "/*.yaml"))
+	if err != nil || len(manifests) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	var podNames []string
+	for _, m := range manifests {
+		p, err := nodecfg.DecodePod(mustRead(t, m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		podNames = append(podNames, p.Name)
+	}
+	slices.Sort(podNames)
+
+	// Images: imported into every node's containerd, in parallel.
+	klImport(ctx, t, nodes, func(*klNode) []string { return []string{imgPause, imgInfradns} })
+
+	start := time.Now()
+	for _, k := range nodes {
+		k.startKubelet(t)
+	}
+	for _, k := range nodes {
+		k.waitReady(ctx, t, podNames)
+	}
+	t.Logf("all %d pods Ready by kubelet's probes on %d nodes %v after kubelet started", len(podNames), len(nodes), time.Since(start).Round(100*time.Millisecond))
+	return nodes, podNames
 }
 
 // klVIPAnswers checks that the API VIP, every node's second nameserver,

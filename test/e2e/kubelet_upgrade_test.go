@@ -120,7 +120,7 @@ func klWatchHolders(t *testing.T, nodes []*klNode, vip netip.Addr) (stop func() 
 // apiserver through the API VIP every 20 ms the whole time, and every node
 // resolves cluster names through its own /etc/resolv.conf every 50 ms:
 // neither may lose a request, and each node gives the VIP up at most once.
-func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubetest.Cluster, nodes []*klNode, clusterYAML func(image string) string, podNames []string) {
+func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubetest.Cluster, nodes []*klNode, clusterYAML func(image string) string, podNames []string, vips klVIPs) {
 	t.Helper()
 	infradns := lab.Binary(t, "infradns")
 	fakeapi := vrrpBuildFakeAPI(t)
@@ -143,32 +143,39 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 	run := func(k *klNode, argv []string) (string, error) {
 		return k.run(ctx, append([]string{"env", "KUBECONFIG=/etc/kubernetes/infradns/kubeconfig", infradns}, argv...)...)
 	}
-	holder := klOneHolder(ctx, t, nodes, kube)
-	// The runbook's first step names the holder (from the status Leases
-	// every holder's lbconfig writes).
-	lab.Eventually(t, 60*time.Second, 500*time.Millisecond, "infradns status names "+holder.n.Name+" as the API VIP's holder", func() error {
+	order := slices.Clone(nodes)
+	if vips.tor == nil {
+		holder := klOneHolder(ctx, t, nodes, kube)
+		// The runbook's first step names the holder (from the status Leases
+		// every holder's lbconfig writes).
+		lab.Eventually(t, 60*time.Second, 500*time.Millisecond, "infradns status names "+holder.n.Name+" as the API VIP's holder", func() error {
+			out, err := run(nodes[0], klGuideArgs(status, next))
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, vips.api.String()) && slices.Contains(strings.Fields(line), holder.n.Name) {
+					t.Logf("infradns status, the runbook's first step:\n%s", out)
+					return nil
+				}
+			}
+			return fmt.Errorf("status:\n%s", out)
+		})
+		order = slices.DeleteFunc(order, func(k *klNode) bool { return k == holder })
+		order = append(order, holder) // the runbook: a VIP's holder last
+	} else {
+		// Over BGP every control-plane node announces the API VIP: no
+		// holder goes last.
+		klAllNextHops(ctx, t, kube, vips.tor, vips.api, nodes)
 		out, err := run(nodes[0], klGuideArgs(status, next))
 		if err != nil {
-			return err
+			t.Fatalf("infradns status: %v\n%s", err, out)
 		}
-		for _, line := range strings.Split(out, "\n") {
-			if strings.Contains(line, klAPIVIP.String()) && slices.Contains(strings.Fields(line), holder.n.Name) {
-				t.Logf("infradns status, the runbook's first step:\n%s", out)
-				return nil
-			}
-		}
-		return fmt.Errorf("status:\n%s", out)
-	})
-	var order []*klNode
-	for _, k := range nodes {
-		if k != holder {
-			order = append(order, k)
-		}
+		t.Logf("infradns status, the runbook's first step:\n%s", out)
 	}
-	order = append(order, holder) // the runbook: a VIP's holder last
 
 	apiName, ingName := "api-int."+domain+".", "upgrade.apps."+domain+"."
-	want := map[string]string{apiName: klAPIVIP.String(), ingName: lab.Host4(131).String()}
+	want := map[string]string{apiName: vips.api.String(), ingName: vips.ingress.String()}
 	var names []string
 	for _, k := range nodes {
 		name := k.n.Name + "." + domain + "."
@@ -195,9 +202,14 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 			l.Client().Start(k.n.Name+"-old-pod-logs", append([]string{"tail", "-F", "-n", "0"}, mine...))
 		}
 	}
-	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(klAPIVIP, vrrpLBPort))
+	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(vips.api, vrrpLBPort))
 	client := l.Client().Start("upgrade-probe", []string{fakeapi, "probe", "-url", url, "-interval", "20ms", "-timeout", "1s", "-bearer", kube.Token})
-	stopWatch := klWatchHolders(t, nodes, klAPIVIP)
+	var stopWatch func() []klHolderChange
+	if vips.tor == nil {
+		stopWatch = klWatchHolders(t, nodes, vips.api)
+	} else {
+		stopWatch = klWatchNextHops(t, vips.tor, nodes, vips.api)
+	}
 	// Both probes are answering before the first node moves.
 	lab.Eventually(t, 20*time.Second, 100*time.Millisecond, "the probes answer", func() error {
 		if n := len(parseFakeAPI(client.Log())); n < 25 {
@@ -252,7 +264,11 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 		took[k.n.Name] = time.Since(began)
 		t.Logf("%s upgraded: pods replaced, Ready and doctor passing %v after install", k.n.Name, took[k.n.Name].Round(100*time.Millisecond))
 	}
-	klOneHolder(ctx, t, nodes, kube)
+	if vips.tor == nil {
+		klOneHolder(ctx, t, nodes, kube)
+	} else {
+		klAllNextHops(ctx, t, kube, vips.tor, vips.api, nodes)
+	}
 	// The last lookups and requests of the last node's change.
 	time.Sleep(time.Second)
 	changes := stopWatch()
@@ -297,8 +313,9 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 		}
 	}
 
-	// The VIP: a node gives it up at most once, and two nodes hold it
-	// only within issue 28's window for a paused holder. The lab's three
+	// The VIP: a node gives it up at most once (over BGP: leaves the ToR's
+	// next hops at most once), and over VRRP two nodes hold it only
+	// within issue 28's window for a paused holder. The lab's three
 	// nodes share two cores: while one node's containers start, another's
 	// keepalived can miss the master-down interval (191 ms); the node that
 	// took over then keeps the VIP (its holder boost), and the starved one
@@ -308,7 +325,7 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 	var trace []string
 	for i, c := range changes {
 		trace = append(trace, fmt.Sprintf("+%v %v", c.at.Sub(start).Round(time.Millisecond), c.holders))
-		if len(c.holders) > 1 {
+		if vips.tor == nil && len(c.holders) > 1 {
 			end := time.Now()
 			if i+1 < len(changes) {
 				end = changes[i+1].at
@@ -333,7 +350,11 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 			t.Errorf("%s gave the API VIP up %d times in one upgrade (want at most 1): %v", name, n, trace)
 		}
 	}
-	if len(changes) == 0 || len(changes[len(changes)-1].holders) != 1 {
+	wantEnd := 1
+	if vips.tor != nil {
+		wantEnd = len(nodes)
+	}
+	if len(changes) == 0 || len(changes[len(changes)-1].holders) != wantEnd {
 		t.Errorf("the API VIP's holders at the end: %v", trace)
 	}
 }

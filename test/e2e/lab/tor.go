@@ -39,6 +39,11 @@ type ToRConfig struct {
 	// VIPs: only host routes inside these prefixes are accepted, as the
 	// guide configures it; empty, every route.
 	VIPs []netip.Prefix
+	// Resilient makes the switch forward each VIP through a resilient
+	// next-hop group built from the routes BIRD learns (see resilient.go),
+	// as a switch with resilient hashing does; else BIRD's ECMP routes
+	// (hash-threshold) forward. BIRD only.
+	Resilient bool
 }
 
 // ToRPeer is one node session.
@@ -61,6 +66,9 @@ func (c ToRConfig) config() tor.Config {
 		ConnectRetry:  time.Second,
 		VIPs:          c.VIPs,
 	}
+	if c.Resilient {
+		tc.KernelTable = resilientTable
+	}
 	for _, p := range c.Peers {
 		tc.Peers = append(tc.Peers, tor.Peer{Addr: p.Addr, ASN: p.ASN, Password: p.Password})
 	}
@@ -73,7 +81,12 @@ type ToR struct {
 	ns   string
 	dir  string
 	lab  *Lab
+	// table holds the daemon's routes: 0 the main one, else resilientTable.
+	table int
 }
+
+// Namespace is the network namespace the daemon runs in.
+func (t *ToR) Namespace() string { return t.ns }
 
 // Kind is "frr" or "bird".
 func (t *ToR) Kind() string { return t.kind }
@@ -168,20 +181,36 @@ func (l *Lab) StartBIRD(cfg ToRConfig) (*ToR, error) {
 		return nil, fmt.Errorf("BIRD is not installed (Debian package bird2; make deps): %w", err)
 	}
 	var b strings.Builder
+	// Its log beside the lab's process logs, kept when the test fails:
+	// the sessions' and BFD's state changes, with milliseconds.
+	fmt.Fprintf(&b, "log %q all;\ntimeformat log \"%%T.%%3f\";\ndebug protocols { states };\n", filepath.Join(l.logDir, "tor-bird.log"))
 	b.WriteString(tor.BIRD(cfg.config()))
 	dir, err := os.MkdirTemp("", l.sw+"-bird-")
 	if err != nil {
 		return nil, err
 	}
 	t := &ToR{kind: "bird", ns: l.sw, dir: dir, lab: l}
+	if cfg.Resilient {
+		t.table = resilientTable
+	}
 	l.t.Cleanup(func() { t.Stop() })
 	conf := filepath.Join(dir, "bird.conf")
 	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	out, err := exec.Command("ip", "netns", "exec", l.sw, "bird", "-c", conf, "-s", t.birdSock(), "-P", filepath.Join(dir, "bird.pid")).CombinedOutput()
+	// A ToR is a box of its own: here it shares the lab's two cores with
+	// every node, and a ToR starved for BFD's 300 ms dropped the sessions
+	// of two nodes at once while a third one's containers started
+	// (TestKubeletBGP). Real-time priority gives it its own CPU back; it
+	// uses little of it.
+	out, err := exec.Command("chrt", "-f", "10", "ip", "netns", "exec", l.sw, "bird", "-c", conf, "-s", t.birdSock(), "-P", filepath.Join(dir, "bird.pid")).CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("start bird: %w: %s\n%s", err, out, b.String())
+	}
+	if cfg.Resilient {
+		if err := t.mirrorResilient(); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -226,14 +255,15 @@ func (t *ToR) Established() (int, error) {
 	return strings.Count(string(out), "Established"), nil
 }
 
-// NextHops are the next hops of the kernel route to prefix in the ToR's
-// namespace, sorted; none without a route.
+// NextHops are the next hops of the daemon's kernel route to prefix in the
+// ToR's namespace (BIRD's own table with Resilient, which the switch's
+// groups follow), sorted; none without a route.
 func (t *ToR) NextHops(prefix netip.Prefix) ([]netip.Addr, error) {
 	fam := "-4"
 	if prefix.Addr().Is6() {
 		fam = "-6"
 	}
-	out, err := exec.Command("ip", fam, "-n", t.lab.sw, "-j", "route", "show", "exact", prefix.String()).Output()
+	out, err := exec.Command("ip", fam, "-n", t.ns, "-j", "route", "show", "table", strconv.Itoa(cmp.Or(t.table, 254)), "exact", prefix.String()).Output()
 	if err != nil {
 		return nil, fmt.Errorf("ip route show %s: %w", prefix, err)
 	}
