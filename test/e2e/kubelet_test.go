@@ -361,39 +361,12 @@ func (k *klNode) waitReady(ctx context.Context, t *testing.T, want []string) map
 func TestKubeletStaticPods(t *testing.T) {
 	// Beside the kube-apiserver outage tests: nothing here is timed tightly.
 	kubeParallel(t)
-	for _, tool := range []string{"containerd", "ctr", "runc", "nsenter", "unshare", "dig", "curl", "mmdebstrap"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
-		}
-	}
-	l := lab.New(t, lab.Config{Prefix: "kl", Nodes: 3, Client: true, TeardownGrace: 2 * time.Second})
-	// Linux's default, as on the hosts infradns installs on (the lab allows
-	// it): the resolver binds the API VIP ahead of having it (IP_FREEBIND).
-	for _, n := range l.Nodes() {
-		if _, err := n.Run(context.Background(), "sysctl", "-qw", "net.ipv4.ip_nonlocal_bind=0", "net.ipv6.ip_nonlocal_bind=0"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	site := startSiteDNS(t, l, lab.Binary(t, "coredns"))
-
-	// The API first: this lab is the cluster after installation.
-	kube := startLabKube(t, l)
+	klOneAtATime(t)
+	l, site, kube := klNewLab(t, lab.Config{Prefix: "kl", Nodes: 3, Client: true, TeardownGrace: 2 * time.Second})
 	apiHostPort := strings.TrimPrefix(kube.URL, "https://")
-	apiAddr, err := netip.ParseAddrPort(apiHostPort)
-	if err != nil {
-		t.Fatalf("apiserver URL %s: %v", kube.URL, err)
-	}
+	apiAddr := netip.MustParseAddrPort(apiHostPort)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	for _, n := range l.Nodes() {
-		if _, err := kube.Client.CoreV1().Nodes().Create(ctx, controlPlaneNode(n.Name, n.IPv4.String()), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := kube.Client.DiscoveryV1().EndpointSlices("default").Create(ctx,
-		apiServerSlice("kubernetes", int32(apiAddr.Port()), apiAddr.Addr().String()), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	clusterYAML := func(image string) string {
 		return fmt.Sprintf(`cluster: %s
 domain: %s
@@ -557,6 +530,59 @@ lbPools: default
 		return
 	}
 	klRollingUpgrade(ctx, t, l, kube, nodes, clusterYAML, podNames, klVIPs{api: klAPIVIP, ingress: lab.Host4(131)})
+}
+
+// klLabs lets one real-kubelet lab run at a time. Each runs three
+// kubelets, three containerds and a kube-apiserver on the machine's two
+// cores: in make test's first run with two side by side, one lab's pods
+// were not Ready after 90 s and the other's nodes failed their checks and
+// left the ToR's next hops twice in one upgrade.
+var klLabs sync.Mutex
+
+// klOneAtATime holds klLabs until the test and its lab's teardown are done.
+func klOneAtATime(t *testing.T) {
+	t.Helper()
+	klLabs.Lock()
+	t.Cleanup(klLabs.Unlock) // the first cleanup registered runs last
+}
+
+// klNewLab starts a real-kubelet lab (cfg) as the cluster after its
+// installation: the site's DNS server, the real kube-apiserver with the
+// nodes' Node objects and its own EndpointSlice. tools are what the test
+// needs besides the lab's.
+func klNewLab(t *testing.T, cfg lab.Config, tools ...string) (*lab.Lab, *lab.Node, *kubetest.Cluster) {
+	t.Helper()
+	for _, tool := range append([]string{"containerd", "ctr", "runc", "nsenter", "unshare", "dig", "curl", "mmdebstrap"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
+		}
+	}
+	l := lab.New(t, cfg)
+	// Linux's default, as on the hosts infradns installs on (the lab allows
+	// it): the resolver binds the API VIP ahead of having it (IP_FREEBIND).
+	for _, n := range l.Nodes() {
+		if _, err := n.Run(context.Background(), "sysctl", "-qw", "net.ipv4.ip_nonlocal_bind=0", "net.ipv6.ip_nonlocal_bind=0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	site := startSiteDNS(t, l, lab.Binary(t, "coredns"))
+	kube := startLabKube(t, l)
+	apiAddr, err := netip.ParseAddrPort(strings.TrimPrefix(kube.URL, "https://"))
+	if err != nil {
+		t.Fatalf("apiserver URL %s: %v", kube.URL, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, n := range l.Nodes() {
+		if _, err := kube.Client.CoreV1().Nodes().Create(ctx, controlPlaneNode(n.Name, n.IPv4.String()), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kube.Client.DiscoveryV1().EndpointSlices("default").Create(ctx,
+		apiServerSlice("kubernetes", int32(apiAddr.Port()), apiAddr.Addr().String()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return l, site, kube
 }
 
 // klInstallNodes installs infradns on each of the lab's nodes as an

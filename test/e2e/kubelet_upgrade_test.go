@@ -401,3 +401,119 @@ func klGuideArgs(cmd, file string) []string {
 	}
 	return args
 }
+
+// klVIPs are the VIPs a real-kubelet lab's rolling upgrade checks, and how
+// the API VIP is held: by one node over VRRP (tor nil), or announced by
+// every control-plane node to tor over BGP.
+type klVIPs struct {
+	api, ingress netip.Addr
+	tor          *lab.ToR
+}
+
+// klAllNextHops waits until the ToR routes vip through every node and the
+// real apiserver answers through it from the lab's client.
+func klAllNextHops(ctx context.Context, t *testing.T, kube *kubetest.Cluster, tor *lab.ToR, vip netip.Addr, nodes []*klNode) {
+	t.Helper()
+	var want []netip.Addr
+	for _, k := range nodes {
+		want = append(want, k.n.IPv4)
+	}
+	slices.SortFunc(want, netip.Addr.Compare)
+	wctx, cancel := context.WithTimeout(ctx, klBound)
+	defer cancel()
+	hs, err := tor.WaitNextHops(wctx, netip.PrefixFrom(vip, 32), len(want))
+	if err != nil || !slices.Equal(hs, want) {
+		t.Fatalf("the ToR's next hops for %s: %v (want %v): %v\n%s", vip, hs, want, err, tor.Show("summary"))
+	}
+	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(vip, vrrpLBPort))
+	client := nodes[0].n.Lab().Client()
+	lab.Eventually(t, klBound, 200*time.Millisecond, "the API VIP serves the apiserver", func() error {
+		res, err := client.Run(ctx, "curl", "-fsSk", "-m", "2", "-H", "Authorization: Bearer "+kube.Token, url)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(res.Stdout) != "ok" {
+			return fmt.Errorf("answer %q", res.Stdout)
+		}
+		return nil
+	})
+}
+
+// klWatchNextHops records every change of the nodes the ToR routes vip
+// through until stop is called, as klWatchHolders does for VRRP's holders:
+// it follows the ToR namespace's route events and reads the route anew
+// at each one.
+func klWatchNextHops(t *testing.T, tor *lab.ToR, nodes []*klNode, vip netip.Addr) (stop func() []klHolderChange) {
+	t.Helper()
+	ns, err := netns.GetFromPath("/run/netns/" + tor.Namespace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byAddr := map[netip.Addr]string{}
+	for _, k := range nodes {
+		byAddr[k.n.IPv4] = k.n.Name
+	}
+	prefix := netip.PrefixFrom(vip, 32)
+	var (
+		mu      sync.Mutex
+		changes []klHolderChange
+		done    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	read := func() {
+		hs, err := tor.NextHops(prefix)
+		if err != nil {
+			t.Errorf("next hops of %s: %v (the record has a gap)", prefix, err)
+			return
+		}
+		var names []string
+		for _, a := range hs {
+			name, ok := byAddr[a]
+			if !ok {
+				name = a.String()
+			}
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(changes) == 0 || !slices.Equal(changes[len(changes)-1].holders, names) {
+			changes = append(changes, klHolderChange{time.Now(), names})
+		}
+	}
+	ch := make(chan netlink.RouteUpdate, 1024)
+	err = netlink.RouteSubscribeWithOptions(ch, done, netlink.RouteSubscribeOptions{Namespace: &ns, ReceiveBufferSize: 1 << 20,
+		ErrorCallback: func(err error) {
+			select {
+			case <-done:
+			default:
+				t.Errorf("route events in %s: %v (the next hops' record has a gap)", tor.Namespace(), err)
+			}
+		}})
+	ns.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for u := range ch {
+			if u.Dst == nil {
+				continue
+			}
+			if p, ok := netip.AddrFromSlice(u.Dst.IP); ok && p.Unmap() == vip {
+				read()
+			}
+		}
+	}()
+	var once sync.Once
+	end := func() { once.Do(func() { close(done); wg.Wait() }) }
+	t.Cleanup(end)
+	return func() []klHolderChange {
+		end()
+		mu.Lock()
+		defer mu.Unlock()
+		return changes
+	}
+}
