@@ -68,23 +68,12 @@ func TestKubeletBGP(t *testing.T) {
 		fmt.Fprintf(&bgpNodes, "    %s: {asn: %d, peers: [{address: %s, asn: %d}]}\n", n.Name, klNodeASN, n.Gateway4, klToRASN)
 	}
 	clusterYAML := func(image string) string {
-		return fmt.Sprintf(`cluster: %s
-domain: %s
-apiVIPs: [%s]
-ingressVIPs: [%s]
-interface: %s
-image: %s
-kubeconfig: /etc/kubernetes/infradns/kubeconfig
-apiServers: [%s]
-upstreams: [198.51.100.53]
-listen: [%s, lo]
-vipMode: bgp
+		return klClusterFile(klBGPAPIVIP, klBGPIngressVIP, image, apiHostPort) + fmt.Sprintf(`vipMode: bgp
 bgp:
   asn: %d
   peers: [{address: %s, asn: %d}]
   nodes:
-%s`, klCluster, domain, klBGPAPIVIP, klBGPIngressVIP, lab.Iface, image, apiHostPort, lab.Iface,
-			klNodeASN, l.Nodes()[0].Gateway4, klToRASN, bgpNodes.String())
+%s`, klNodeASN, l.Nodes()[0].Gateway4, klToRASN, bgpNodes.String())
 	}
 	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
 	writeFile(t, clusterFile, clusterYAML(klImage))

@@ -368,19 +368,7 @@ func TestKubeletStaticPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	clusterYAML := func(image string) string {
-		return fmt.Sprintf(`cluster: %s
-domain: %s
-apiVIPs: [%s]
-ingressVIPs: [%s]
-interface: %s
-image: %s
-kubeconfig: /etc/kubernetes/infradns/kubeconfig
-apiServers: [%s]
-upstreams: [198.51.100.53]
-listen: [%s, lo]
-lbServiceNames: true
-lbPools: default
-`, klCluster, domain, klAPIVIP, lab.Host4(131), lab.Iface, image, apiHostPort, lab.Iface)
+		return klClusterFile(klAPIVIP, lab.Host4(131), image, apiHostPort) + "lbServiceNames: true\nlbPools: default\n"
 	}
 	clusterFile := filepath.Join(t.TempDir(), "cluster.yaml")
 	writeFile(t, clusterFile, clusterYAML(klImage))
@@ -530,6 +518,22 @@ lbPools: default
 		return
 	}
 	klRollingUpgrade(ctx, t, l, kube, nodes, clusterYAML, podNames, klVIPs{api: klAPIVIP, ingress: lab.Host4(131)})
+}
+
+// klClusterFile is the cluster file the real-kubelet labs install with,
+// but for their VIP mode's keys.
+func klClusterFile(api, ingress netip.Addr, image, apiHostPort string) string {
+	return fmt.Sprintf(`cluster: %s
+domain: %s
+apiVIPs: [%s]
+ingressVIPs: [%s]
+interface: %s
+image: %s
+kubeconfig: /etc/kubernetes/infradns/kubeconfig
+apiServers: [%s]
+upstreams: [198.51.100.53]
+listen: [%s, lo]
+`, klCluster, domain, api, ingress, lab.Iface, image, apiHostPort, lab.Iface)
 }
 
 // klLabs lets one real-kubelet lab run at a time. Each runs three
@@ -742,8 +746,15 @@ func klOneHolder(ctx context.Context, t *testing.T, nodes []*klNode, kube *kubet
 		labNodes = append(labNodes, k.n)
 	}
 	holder := nodes[waitOneHolder(t, labNodes, klAPIVIP)]
-	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(klAPIVIP, vrrpLBPort))
-	client := nodes[0].n.Lab().Client()
+	klServesAPI(ctx, t, nodes[0].n.Lab().Client(), kube, klAPIVIP)
+	return holder
+}
+
+// klServesAPI waits until the real apiserver answers through vip (haproxy
+// on a node that holds it) from client.
+func klServesAPI(ctx context.Context, t *testing.T, client *lab.Node, kube *kubetest.Cluster, vip netip.Addr) {
+	t.Helper()
+	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(vip, vrrpLBPort))
 	lab.Eventually(t, klBound, 200*time.Millisecond, "the API VIP serves the apiserver", func() error {
 		res, err := client.Run(ctx, "curl", "-fsSk", "-m", "2", "-H", "Authorization: Bearer "+kube.Token, url)
 		if err != nil {
@@ -754,7 +765,6 @@ func klOneHolder(ctx context.Context, t *testing.T, nodes []*klNode, kube *kubet
 		}
 		return nil
 	})
-	return holder
 }
 
 // klHAProxyReloads is lbconfig's count of haproxy reloads with result.

@@ -425,18 +425,7 @@ func klAllNextHops(ctx context.Context, t *testing.T, kube *kubetest.Cluster, to
 	if err != nil || !slices.Equal(hs, want) {
 		t.Fatalf("the ToR's next hops for %s: %v (want %v): %v\n%s", vip, hs, want, err, tor.Show("summary"))
 	}
-	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(vip, vrrpLBPort))
-	client := nodes[0].n.Lab().Client()
-	lab.Eventually(t, klBound, 200*time.Millisecond, "the API VIP serves the apiserver", func() error {
-		res, err := client.Run(ctx, "curl", "-fsSk", "-m", "2", "-H", "Authorization: Bearer "+kube.Token, url)
-		if err != nil {
-			return err
-		}
-		if strings.TrimSpace(res.Stdout) != "ok" {
-			return fmt.Errorf("answer %q", res.Stdout)
-		}
-		return nil
-	})
+	klServesAPI(ctx, t, nodes[0].n.Lab().Client(), kube, vip)
 }
 
 // klWatchNextHops records every change of the nodes the ToR routes vip
