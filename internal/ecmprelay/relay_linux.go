@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -94,21 +95,15 @@ func (r *Relay) Update(p Plan, vips []netip.Addr) error {
 		return r.failed(fmt.Errorf("control socket: %w", err))
 	}
 	r.conn, r.done, r.built, r.ns = conn, make(chan struct{}), true, ns
-	fd := int(ns.Fd())
-	if processNS(ns) {
-		// Every thread is already there. Entering it by its fd would need
-		// CAP_SYS_ADMIN (setns), which lbconfig's BGP pod does not have.
-		fd = -1
-	}
-	go r.serve(conn, r.done, fd)
+	go r.serve(conn, r.done, int(ns.Fd()))
 	return nil
 }
 
-// processNS says whether ns is the process's own network namespace: true
-// but in tests, whose locked threads enter a lab node's.
-func processNS(ns *os.File) bool {
+// inNetNS says whether the calling thread is in the network namespace ns
+// (a file descriptor of it).
+func inNetNS(ns int) bool {
 	var a, b unix.Stat_t
-	if unix.Fstat(int(ns.Fd()), &a) != nil || unix.Stat("/proc/self/ns/net", &b) != nil {
+	if unix.Fstat(ns, &a) != nil || unix.Stat("/proc/thread-self/ns/net", &b) != nil {
 		return false
 	}
 	return a.Dev == b.Dev && a.Ino == b.Ino
@@ -377,15 +372,21 @@ func linkWith(a netip.Addr) netlink.Link {
 }
 
 // addLeaving puts e in the leaving map of its family, replacing an entry
-// for the VIP (another node's, or this one's older), in namespace ns (-1:
-// the process's own).
+// for the VIP (another node's, or this one's older), in namespace ns.
 func addLeaving(ns int, e Entry) error {
 	fam, typ := nftables.TableFamilyIPv4, nftables.TypeIPAddr
 	if e.VIP.Is6() {
 		fam, typ = nftables.TableFamilyIPv6, nftables.TypeIP6Addr
 	}
+	// Entering ns by its descriptor needs CAP_SYS_ADMIN (setns), which
+	// lbconfig's BGP pod does not have (every relay failed there with
+	// "setns: operation not permitted"); a thread already in it needs
+	// none. Only tests run the relay of a namespace other than the
+	// process's. The thread stays put between the check and the socket.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var opts []nftables.ConnOption
-	if ns >= 0 {
+	if !inNetNS(ns) {
 		opts = append(opts, nftables.WithNetNSFd(ns))
 	}
 	c, err := nftables.New(opts...)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infradns/infradns/internal/ecmprelay"
 	"github.com/infradns/infradns/internal/kubetest"
 	"github.com/infradns/infradns/internal/nodecfg"
 	"github.com/infradns/infradns/test/e2e/lab"
@@ -262,6 +264,9 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 			t.Errorf("doctor on %s after its upgrade: %v\n%s", k.n.Name, err, out)
 		}
 		took[k.n.Name] = time.Since(began)
+		if vips.tor != nil {
+			klRelayState(t, nodes)
+		}
 		t.Logf("%s upgraded: pods replaced, Ready and doctor passing %v after install", k.n.Name, took[k.n.Name].Round(100*time.Millisecond))
 	}
 	if vips.tor == nil {
@@ -504,5 +509,17 @@ func klWatchNextHops(t *testing.T, tor *lab.ToR, nodes []*klNode, vip netip.Addr
 		mu.Lock()
 		defer mu.Unlock()
 		return changes
+	}
+}
+
+// klRelayState logs each node's hand-over relay (BGP): its nft counters
+// and the neighbours its device sends to, for the record of a failed run.
+func klRelayState(t *testing.T, nodes []*klNode) {
+	t.Helper()
+	for _, k := range nodes {
+		nft, _ := exec.Command("ip", "netns", "exec", k.n.NS, "nft", "list", "table", "ip", ecmprelay.Table).CombinedOutput()
+		neigh, _ := exec.Command("ip", "-n", k.n.NS, "neigh", "show", "dev", ecmprelay.Device).CombinedOutput()
+		fdb, _ := exec.Command("bridge", "-n", k.n.NS, "fdb", "show", "dev", ecmprelay.Device).CombinedOutput()
+		t.Logf("%s's relay:\n%s\nneighbours: %s\nfdb: %s", k.n.Name, nft, neigh, fdb)
 	}
 }
