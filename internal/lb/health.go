@@ -248,7 +248,16 @@ func refused(ctx context.Context, addr string, timeout time.Duration) bool {
 }
 
 func (p *Prober) probe(ctx context.Context, c *http.Client) probeResult {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
+	return probe(ctx, c, p.URL)
+}
+
+// Passes runs one HTTP check of url as a Prober does: a 2xx answer passes.
+func Passes(ctx context.Context, c *http.Client, url string) bool {
+	return probe(ctx, c, url) == probeOK
+}
+
+func probe(ctx context.Context, c *http.Client, url string) probeResult {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return probeFailed
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
 	"os"
@@ -488,18 +487,11 @@ func waitResolver(ctx context.Context, url string, limit time.Duration) {
 	client := &http.Client{Timeout: time.Second}
 	logged := false
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err == nil {
-			if resp, err := client.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-				resp.Body.Close()
-				if resp.StatusCode/100 == 2 {
-					if logged {
-						log.Infof("the node's resolver is ready (%s) after %s: the API VIP may be held and announced", url, time.Since(start).Round(time.Millisecond))
-					}
-					return
-				}
+		if lb.Passes(ctx, client, url) {
+			if logged {
+				log.Infof("the node's resolver is ready (%s) after %s: the API VIP may be held and announced", url, time.Since(start).Round(time.Millisecond))
 			}
+			return
 		}
 		if !logged {
 			log.Infof("the API VIP waits for the node's resolver (%s) before it is held and announced", url)
