@@ -566,7 +566,8 @@ func (b *bgpLab) upgrade() bgpFault {
 					// The manifest's hard stop. A connection still open then is
 					// one whose packets the fabric took elsewhere and nobody
 					// relayed here: its client saw it reset long before.
-					b.t.Errorf("%s: haproxy still had a connection 10 s after its soft stop: stopped hard", bn.n.Name)
+					sess, err := haMasterCLI(b.haSock(i), "@1 show sess all")
+					b.t.Errorf("%s: haproxy still had a connection 10 s after its soft stop: stopped hard; its sessions (%v):\n%s", bn.n.Name, err, sess)
 					_ = bn.haproxy.Signal(syscall.SIGTERM)
 				}
 			}()

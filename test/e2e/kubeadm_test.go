@@ -340,6 +340,7 @@ func TestKubeadm(t *testing.T) {
 			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
 		}
 	}
+	klReapCgroups(t)
 	guide := readKubeadmGuide(t)
 	bins := kubetest.Binaries(t)
 	kubeadm, kubectl := filepath.Join(bins, "kubeadm"), filepath.Join(bins, "kubectl")

@@ -543,11 +543,13 @@ listen: [%s, lo]
 // left the ToR's next hops twice in one upgrade.
 var klLabs sync.Mutex
 
-// klOneAtATime holds klLabs until the test and its lab's teardown are done.
+// klOneAtATime holds klLabs until the test and its lab's teardown are done,
+// and reaps the container cgroups the lab's containerds leave (klReapCgroups).
 func klOneAtATime(t *testing.T) {
 	t.Helper()
 	klLabs.Lock()
 	t.Cleanup(klLabs.Unlock) // the first cleanup registered runs last
+	klReapCgroups(t)
 }
 
 // klNewLab starts a real-kubelet lab (cfg) as the cluster after its

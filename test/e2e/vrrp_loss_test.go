@@ -71,7 +71,10 @@ func TestVRRPAdvertLoss(t *testing.T) {
 			gaps = append(gaps, times[i].Sub(times[i-1]))
 		}
 		slices.Sort(gaps)
-		if len(gaps) < 10 && phase.moves <= 0 {
+		// Only a phase that must not move needs the holder's adverts all
+		// through: where a move is allowed (a 180-ms gap is within 1-11 ms
+		// of the interval), the holder yields at once and sends no more.
+		if len(gaps) < 10 && (phase.moves == 0 || phase.moves < 0 && moves == 0) {
 			t.Fatalf("%s: %d adverts heard from the holder %s in %v", phase.name, len(times), holder, phase.window)
 		}
 		q := func(p float64) int64 {
