@@ -56,6 +56,9 @@ type Announcer struct {
 	retired []Speaker
 	held    []netip.Prefix
 	leaving map[netip.Prefix]time.Time // withdrawn, held until then
+	// withdrawn is when a route was last withdrawn (wall clock): a stop
+	// soon after still holds the VIPs for the rest of the drain.
+	withdrawn time.Time
 	// stopping are the checks that fail because their daemon is stopping
 	// on purpose (SetStopping): it still serves its open connections.
 	stopping map[string]bool
@@ -220,7 +223,10 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 			a.Announced(nil)
 		}
 	}
-	a.tell(ctx, tell)
+	// Not ctx: the stop that cancels it may come with the withdrawal it
+	// tells of (kubelet's SIGTERM and haproxy's stopping file together),
+	// and the peers must still hear of it and be heard (LeaveWait bounds it).
+	a.tell(context.WithoutCancel(ctx), tell)
 	var errs []error
 	// Held before announced: the first packet the fabric sends is accepted.
 	if !slices.Equal(local, held) {
@@ -242,6 +248,11 @@ func (a *Announcer) apply(ctx context.Context, now time.Time) time.Duration {
 			}
 			for _, p := range del {
 				a.Log.Infof("withdrew %s", p)
+			}
+			if len(del) > 0 {
+				a.mu.Lock()
+				a.withdrawn = time.Now()
+				a.mu.Unlock()
 			}
 			if a.Announced != nil {
 				a.Announced(want)
@@ -266,6 +277,7 @@ func (a *Announcer) goodbye(stop time.Duration) {
 	a.mu.Lock()
 	a.state.Draining = true
 	hadRoutes := len(a.routes) > 0
+	stillHeld, withdrawn := len(a.held) > 0, a.withdrawn
 	sp := a.Speaker
 	retired := a.retired
 	a.retired = nil
@@ -287,10 +299,24 @@ func (a *Announcer) goodbye(stop time.Duration) {
 	} else if a.Announced != nil {
 		a.Announced(nil)
 	}
-	if hadRoutes {
-		a.Log.Infof("withdrew every route; letting the VIPs go in %s", a.drain())
+	var wait time.Duration
+	switch ago := time.Since(withdrawn); {
+	case hadRoutes:
+		wait = a.drain()
+		a.Log.Infof("withdrew every route; letting the VIPs go in %s", wait)
+	case stillHeld && !withdrawn.IsZero() && ago < a.drain():
+		// Withdrawn a moment before the stop (haproxy's stopping file is
+		// seen with kubelet's SIGTERM): the fabric still sends new
+		// connections here until its routes change, and the peers relay
+		// the open ones for a drain after that withdrawal. Letting the
+		// VIPs go at once dropped both (a SYN lost in the real-kubelet
+		// BGP lab).
+		wait = a.drain() - ago
+		a.Log.Infof("routes withdrawn %s ago; letting the VIPs go in %s", ago.Round(time.Millisecond), wait.Round(time.Millisecond))
+	}
+	if wait > 0 {
 		select {
-		case <-time.After(a.drain()):
+		case <-time.After(wait):
 		case <-ctx.Done():
 		}
 	}

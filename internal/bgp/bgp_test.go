@@ -215,6 +215,51 @@ func TestAnnouncerLeaving(t *testing.T) {
 	}
 }
 
+// TestAnnouncerStopRightAfterStopping: kubelet's SIGTERM comes with
+// haproxy's stopping file, so the stopping check's withdrawal and the stop
+// race. The peers still hear of the withdrawal though the stop cancelled
+// the context it was applied with, and the stop, finding no route left,
+// still holds the VIPs for the rest of the drain after that withdrawal
+// (let go at once, the SYNs the fabric still sent here were lost).
+func TestAnnouncerStopRightAfterStopping(t *testing.T) {
+	ev := &events{}
+	a := NewAnnouncer(fakeSpeaker{ev}, fakeLocal{ev}, quiet{})
+	const drain = 200 * time.Millisecond
+	a.Drain = drain
+	var told error = errors.New("not told")
+	a.Leaving = func(ctx context.Context, vips []netip.Addr, _ time.Duration) {
+		told = ctx.Err()
+		ev.add(fmt.Sprintf("leaving %v", vips))
+	}
+	a.SetGroups([]Group{ingress})
+	a.SetHealth("ingress", true)
+	a.apply(context.Background(), time.Now())
+
+	ev.log = nil
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel() // the SIGTERM, as the stopping check's withdrawal is applied
+	a.SetStopping("ingress")
+	a.apply(stopped, time.Now())
+	withdrawn := time.Now()
+	if got, want := ev.String(), "leaving [10.91.100.2]; announce []"; got != want {
+		t.Fatalf("stopping:\n got %s\nwant %s", got, want)
+	}
+	if told != nil {
+		t.Errorf("the peers were told with a context already done (%v): they could not answer", told)
+	}
+
+	ev.log = nil
+	a.goodbye(time.Second)
+	held := time.Since(withdrawn)
+	if got, want := ev.String(), "announce []; hold []; close"; got != want {
+		t.Fatalf("stop:\n got %s\nwant %s", got, want)
+	}
+	// A lower bound of a wait the code makes on purpose, not a speed.
+	if held < drain-20*time.Millisecond {
+		t.Errorf("the VIPs were let go %v after their withdrawal, want the drain (%v)", held, drain)
+	}
+}
+
 // TestAnnouncerHealth: a failing check withdraws at once and keeps the VIP
 // held; passing again re-announces.
 func TestAnnouncerHealth(t *testing.T) {

@@ -691,7 +691,9 @@ func (b *bgpLab) run(f bgpFault, rounds int) {
 				if p.ok || p.start.Before(t0) || !p.start.Before(end) {
 					continue
 				}
-				if strings.Contains(p.err, "reset_by_peer") || strings.Contains(p.err, "EOF") {
+				// A reset shows as "reset by peer" or EOF on a read, and as
+				// "broken pipe" on a write the RST came before.
+				if strings.Contains(p.err, "reset_by_peer") || strings.Contains(p.err, "EOF") || strings.Contains(p.err, "broken_pipe") {
 					resets = append(resets, p.err)
 				} else {
 					other = append(other, p.err)

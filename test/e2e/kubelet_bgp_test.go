@@ -35,11 +35,15 @@ const klToRASN, klNodeASN = 64512, 64513
 // VIP and every node's resolver lose nothing, and each node leaves the
 // ToR's next hops at most once.
 //
-// Not in make test yet (build tag kubeletbgp, make e2e-kubelet-bgp): it
-// passes in about half the runs; in the others one or two of the client's
-// ~2,800 requests, started within ~30 ms of a node's withdrawal, time out
-// (no answer in 1 s, no reset) while the leaving node's haproxy still
-// serves and its peers relay its connections. Not understood yet.
+// Not in make test yet (build tag kubeletbgp, make e2e-kubelet-bgp): in
+// 2 of 14 runs (and 2 of 5 before that) one or two of the client's ~3,000
+// requests, started within ~40 ms of a node's withdrawal, timed out (no
+// answer in 1 s, no reset). The probe's trace says the TCP handshake never
+// completed (no "tcp(...)" step): a SYN or its SYN-ACK was lost at the
+// instant BIRD changed the route, and the SYN's retry comes at 1 s. The
+// peers' relay counters stayed at 0 in such a round (no packet of it
+// reached them). In 8 runs with every SYN and SYN-ACK logged at the ToR
+// and the nodes (nft log) none was lost. Not understood yet.
 func TestKubeletBGP(t *testing.T) {
 	kubeParallel(t)
 	klOneAtATime(t)
@@ -134,15 +138,4 @@ bgp:
 			t.Errorf("%s's lbconfig did not relay %s's open connections when it left (no %q in %v)", first.n.Name, k.n.Name, want, logs)
 		}
 	}
-}
-
-// grepLines are the lines of s that contain sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -192,6 +192,7 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 	}
 	// kubelet deletes a replaced pod's logs: follow the old pods' logs of
 	// keepalived and lbconfig for the record (kept when the test fails).
+	var oldLogs []*lab.Process
 	for _, k := range nodes {
 		logs, _ := filepath.Glob(k.path("/var/log/pods/*_infradns-*/*/*.log"))
 		var mine []string
@@ -201,7 +202,7 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 			}
 		}
 		if len(mine) > 0 {
-			l.Client().Start(k.n.Name+"-old-pod-logs", append([]string{"tail", "-F", "-n", "0"}, mine...))
+			oldLogs = append(oldLogs, l.Client().Start(k.n.Name+"-old-pod-logs", append([]string{"tail", "-F", "-n", "0"}, mine...)))
 		}
 	}
 	url := fmt.Sprintf("https://%s/readyz", netip.AddrPortFrom(vips.api, vrrpLBPort))
@@ -286,6 +287,14 @@ func klRollingUpgrade(ctx context.Context, t *testing.T, l *lab.Lab, kube *kubet
 		}
 	}
 	t.Logf("rolling upgrade of %d nodes in %v", len(nodes), time.Since(start).Round(100*time.Millisecond))
+	if vips.tor != nil {
+		// How each old lbconfig left: told its peers, withdrew, held the
+		// VIPs for the drain (whichever of the stopping file and the
+		// SIGTERM came first).
+		for _, p := range oldLogs {
+			t.Logf("%s, how it left:\n%s", p.Name, grepLines(p.Log(), "leaving [", "withdrew", "letting the VIPs go"))
+		}
+	}
 
 	// The client: every request through the API VIP answered.
 	rs := parseFakeAPI(client.Log())
@@ -522,4 +531,15 @@ func klRelayState(t *testing.T, nodes []*klNode) {
 		fdb, _ := exec.Command("bridge", "-n", k.n.NS, "fdb", "show", "dev", ecmprelay.Device).CombinedOutput()
 		t.Logf("%s's relay:\n%s\nneighbours: %s\nfdb: %s", k.n.Name, nft, neigh, fdb)
 	}
+}
+
+// grepLines are the lines of s that contain one of subs.
+func grepLines(s string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(l, sub) }) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -43,6 +43,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync"
@@ -139,6 +140,13 @@ func probe(args []string) error {
 		Transport: &http.Transport{
 			DisableKeepAlives: true,
 			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // the lab's throwaway certificates
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if step, ok := ctx.Value(stepKey{}).(func(string)); ok && err == nil {
+					step("tcp(" + c.LocalAddr().String() + ")")
+				}
+				return c, err
+			},
 		},
 	}
 	out := bufio.NewWriter(os.Stdout)
@@ -184,6 +192,9 @@ func probe(args []string) error {
 	return nil
 }
 
+// stepKey carries get's step recorder to the probe's dialer.
+type stepKey struct{}
+
 func get(c *http.Client, url, bearer string) (string, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
@@ -192,9 +203,28 @@ func get(c *http.Client, url, bearer string) (string, error) {
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
+	// How far a failed request got, and on which connection: a lost
+	// packet's place (handshake, TLS, answer) and the client's port to
+	// look for in the nodes' counters.
+	start := time.Now()
+	var mu sync.Mutex
+	var steps []string
+	step := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		steps = append(steps, fmt.Sprintf("%s+%dms", s, time.Since(start).Milliseconds()))
+	}
+	req = req.WithContext(httptrace.WithClientTrace(context.WithValue(req.Context(), stepKey{}, step), &httptrace.ClientTrace{
+		TLSHandshakeStart:    func() { step("tls") },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { step("tls-done") },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { step("wrote") },
+		GotFirstResponseByte: func() { step("answer") },
+	}))
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", err
+		mu.Lock()
+		defer mu.Unlock()
+		return "", fmt.Errorf("%w [%s]", err, strings.Join(steps, " "))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
