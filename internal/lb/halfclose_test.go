@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,7 +95,7 @@ func TestHAProxyHalfClosedSoftStop(t *testing.T) {
 		if err != nil {
 			return err.Error(), false
 		}
-		pid = masterPID(out)
+		pid, _ = strconv.Atoi(procPID(out, "master"))
 		return out, pid != 0
 	})
 	stopped := time.Now()
@@ -110,16 +111,4 @@ func TestHAProxyHalfClosedSoftStop(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("haproxy still runs 10 s after its soft stop: a half-closed connection holds it (timeout client-fin)")
 	}
-}
-
-// masterPID is the master's pid in the master CLI's "show proc".
-func masterPID(showProc string) int {
-	for _, l := range strings.Split(showProc, "\n") {
-		if f := strings.Fields(l); len(f) > 1 && f[1] == "master" {
-			var pid int
-			fmt.Sscan(f[0], &pid)
-			return pid
-		}
-	}
-	return 0
 }

@@ -35,7 +35,7 @@ func TestMasterSocketReload(t *testing.T) {
 		s, err := masterQuery(sock, "show proc")
 		return s, err == nil && strings.Contains(s, "master          1 [failed: 0]")
 	})
-	if workerPID(before) == workerPID(after) {
+	if procPID(before, "worker") == procPID(after, "worker") {
 		t.Errorf("Same worker after the reload:\n%s", after)
 	}
 	if err := (MasterSocket{Path: filepath.Join(dir, "nosuch.sock")}).Reload(ctx); err == nil {
@@ -199,9 +199,11 @@ func startHAProxy(t *testing.T, wrap []string, cfg, sock string) <-chan error {
 	return exited
 }
 
-func workerPID(showProc string) string {
+// procPID is the pid of the first process of role ("master", "worker")
+// in the master CLI's "show proc", "" when there is none.
+func procPID(showProc, role string) string {
 	for _, l := range strings.Split(showProc, "\n") {
-		if f := strings.Fields(l); len(f) > 1 && f[1] == "worker" {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == role {
 			return f[0]
 		}
 	}
