@@ -23,6 +23,11 @@ type LBService struct {
 	Local bool
 	// Nodes are the nodes with a ready endpoint, sorted (read for Local).
 	Nodes []string
+	// RouterID is the VRRP router ID of a Local Service's own group, 0 when
+	// it has none yet. One writer gives it (AllocateLocalIDs) and it is
+	// carried on the Service, so every node reads the same ID and a
+	// Service keeps its ID across restarts and other Services' changes.
+	RouterID uint8
 }
 
 // Key is the Service's "namespace/name".

@@ -18,6 +18,10 @@ const (
 	ControlPlane Holders = iota + 1
 	// Routers are the nodes with a ready endpoint of the ingress service.
 	Routers
+	// Services: the groups of the Services of type LoadBalancer held over
+	// VRRP (ServiceGroups): any node for the policy Cluster, the nodes with
+	// a ready endpoint for Local.
+	Services
 )
 
 func (h Holders) String() string {
@@ -26,12 +30,17 @@ func (h Holders) String() string {
 		return "control-plane"
 	case Routers:
 		return "routers"
+	case Services:
+		return "services"
 	}
 	return "holders-" + strconv.Itoa(int(h))
 }
 
-// Group is a set of VIPs that moves as one: at most one address per family,
-// held by one node at a time (VRRP) or announced by its eligible nodes (BGP).
+// Group is a set of VIPs that moves as one, held by one node at a time
+// (VRRP) or announced by its eligible nodes (BGP): at most one address per
+// family for "api" and the ingress groups, any number for a Services group
+// (held by one instance per family: a router ID names one instance per
+// family on a link).
 type Group struct {
 	// Name is "api", "ingress", "ingress-2", ...: it names the VRRP
 	// instances (CLUSTER_NAME_v4), track files and status Leases.
@@ -49,13 +58,17 @@ type Group struct {
 	Index int
 }
 
-// GroupName is the name of ingress group i (0-based): "ingress" for the
-// first, as a cluster with one ingress VIP has always called it, then
-// "ingress-2", "ingress-3", ...
+// GroupName is the name of group i (0-based) of holders: "ingress" for the
+// first ingress group, as a cluster with one ingress VIP has always called
+// it, then "ingress-2", "ingress-3", ...; "services", "services-2", ... for
+// the Services' shared groups (ServiceGroups).
 func GroupName(holders Holders, i int) string {
 	base := "api"
-	if holders == Routers {
+	switch holders {
+	case Routers:
 		base = "ingress"
+	case Services:
+		base = "services"
 	}
 	if i == 0 {
 		return base
