@@ -43,6 +43,10 @@ type Snapshot struct {
 	// IngressNodes are the names of the nodes with a ready default router:
 	// the only ones that may hold an ingress VIP.
 	IngressNodes []string
+	// Services are the Services of type LoadBalancer of our class: their
+	// addresses, policy, endpoint nodes and (Local) router ID. Read when
+	// the model's Services are held over VRRP (Spec.Services).
+	Services []LBService
 }
 
 // Node returns the node called name, if the snapshot has it.

@@ -96,6 +96,27 @@ func TestNewRefuses(t *testing.T) {
 		{"vip is the node's own address", func(s *Spec) { s.NodeIPs = ips("192.0.2.10") }, `ingressVIPs, nodeIPs: 192.0.2.10 is this node's own address: a VIP must be an address no node has`},
 		{"equal router id overrides", func(s *Spec) { s.RouterIDs = RouterIDs{API: 7, Ingress: []uint8{7}} }, `routerIDs: api and ingress are both 7`},
 		{"more ingress ids than groups", func(s *Spec) { s.RouterIDs = RouterIDs{Ingress: []uint8{7, 8}} }, `routerIDs: 2 ingress IDs for 1 ingress VIPs per family`},
+		{"services in bgp mode", func(s *Spec) {
+			s.Mode, s.BGP = ModeBGP, BGP{ASN: 64513, Peers: []BGPPeer{{Address: netip.MustParseAddr("198.51.100.1"), ASN: 64512}}}
+			s.APIVIPs, s.IngressVIPs = ips("192.0.2.5"), ips("192.0.2.10")
+			s.Services = &ServicesVRRP{}
+		}, `services, vipMode: the Services' addresses are held over VRRP in vipMode vrrp only: in bgp mode each eligible node announces them itself (lbconfig's services option), with no VRRP group: leave services out`},
+		{"services: too many groups", func(s *Spec) { s.Services = &ServicesVRRP{Groups: MaxServiceGroups + 1} }, `services.groups: 17: want 1 to 16 (0: 4)`},
+		{"services: a local ID listed twice", func(s *Spec) { s.Services = &ServicesVRRP{LocalIDs: []uint8{10, 10}} }, `services.localIDs: 10 is listed twice: each Local Service needs an ID of its own`},
+		{"services: a local ID is the API's", func(s *Spec) { s.Services = &ServicesVRRP{LocalIDs: []uint8{10, 222}} }, `services.localIDs: 222 is the router ID of the API or an ingress group`},
+		{"services: a local ID is an ingress group's", func(s *Spec) {
+			s.IngressVIPs = ips("192.0.2.10", "192.0.2.11")
+			s.Services = &ServicesVRRP{LocalIDs: []uint8{35}} // ocp4-ingress-2's
+		}, `services.localIDs: 35 is the router ID of the API or an ingress group`},
+		// The first ingress group's ID is kept for it without an ingress
+		// VIP: adding one later must not renumber the Services' groups.
+		{"services: a local ID is the ingress ID, no ingress VIP", func(s *Spec) {
+			s.IngressVIPs = nil
+			s.Services = &ServicesVRRP{LocalIDs: []uint8{61}}
+		}, `services.localIDs: 61 is the router ID of the API or an ingress group`},
+		{"services: no ID left for the shared groups", func(s *Spec) {
+			s.Services = &ServicesVRRP{Groups: 1, LocalIDs: slices.DeleteFunc(idRange(1, 255), func(id uint8) bool { return id == 222 || id == 61 })}
+		}, `services: no free VRRP router ID left for services: the API, ingress and Services groups and the localIDs take all 255`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -243,6 +264,56 @@ func TestGroups(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Groups =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestModelServices: the Services' VRRP settings and the router IDs they
+// step past, as the model hands them out: copies, nil when not set.
+func TestModelServices(t *testing.T) {
+	m, err := New(spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Services() != nil || m.Spec().Services != nil {
+		t.Errorf("Services = %+v, want nil when not set", m.Services())
+	}
+	if got := m.RouterIDsTaken(); !slices.Equal(got, []uint8{222, 61}) {
+		t.Errorf("RouterIDsTaken = %v, want [222 61]", got)
+	}
+
+	s := spec()
+	s.IngressVIPs = ips("192.0.2.10", "192.0.2.11", "192.0.2.12")
+	s.RouterIDs.API = 7
+	s.Services = &ServicesVRRP{Groups: 2, LocalIDs: []uint8{10, 11}}
+	if m, err = New(s); err != nil {
+		t.Fatal(err)
+	}
+	s.Services.LocalIDs[0] = 99 // the caller's copy
+	got := m.Services()
+	if got == nil || got.Groups != 2 || !slices.Equal(got.LocalIDs, []uint8{10, 11}) {
+		t.Fatalf("Services = %+v, want 2 groups, local IDs [10 11]", got)
+	}
+	got.LocalIDs[0] = 98
+	if again := m.Services(); again.LocalIDs[0] != 10 || m.Spec().Services.LocalIDs[0] != 10 {
+		t.Errorf("the model's Services changed through a copy: %+v", again)
+	}
+	if got := m.RouterIDsTaken(); !slices.Equal(got, []uint8{7, 61, 35, 52}) {
+		t.Errorf("RouterIDsTaken = %v, want [7 61 35 52]", got)
+	}
+	// The settings survive WithNode, and the IDs are those ServiceGroups
+	// is given.
+	wn, err := m.WithNode("master-1", "eth1", nil)
+	if err != nil || wn.Services() == nil || wn.Services().Groups != 2 {
+		t.Fatalf("WithNode: %v, Services %+v", err, wn.Services())
+	}
+	gs, err := ServiceGroups(m.Name(), *m.Services(), m.RouterIDsTaken(), nil)
+	if err != nil || len(gs) != 2 {
+		t.Fatalf("ServiceGroups: %v, %d groups", err, len(gs))
+	}
+	for _, g := range gs {
+		if slices.Contains(m.RouterIDsTaken(), g.RouterID) || slices.Contains([]uint8{10, 11}, g.RouterID) {
+			t.Errorf("group %s on taken ID %d", g.Name, g.RouterID)
+		}
 	}
 }
 

@@ -42,6 +42,11 @@ type Spec struct {
 	// keeps the groups it gates eligible; "none" leaves the track file to
 	// someone else; unset is the default.
 	Health map[string]string
+	// Services, when set, holds the addresses of the Services of type
+	// LoadBalancer over VRRP (ServiceGroups); nil: they are not (VRRP
+	// mode renders the API and ingress groups alone). BGP mode announces
+	// the Services its own way and refuses it.
+	Services *ServicesVRRP
 
 	// Node, Interface and NodeIPs are what one node adds: its Node name,
 	// the interface its VIPs live on ("auto": found at start from the API
@@ -117,6 +122,9 @@ const (
 type Model struct {
 	spec   Spec
 	groups []Group
+	// taken are the router IDs of "api" and the ingress groups, the first
+	// ingress group's even without an ingress VIP (RouterIDsTaken).
+	taken []uint8
 }
 
 // New checks a Spec and builds the model. The error is an *Error naming the
@@ -130,7 +138,38 @@ func New(s Spec) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{spec: s, groups: groups}, nil
+	taken, err := RouterIDsFor(s.Name, max(1, IngressGroups(s.IngressVIPs)), s.RouterIDs)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkServices(taken); err != nil {
+		return nil, err
+	}
+	return &Model{spec: s, groups: groups, taken: taken}, nil
+}
+
+// checkServices: the Services' VRRP settings are sound, held in VRRP mode
+// only, and their k shared groups and LocalIDs fit beside the API and
+// ingress IDs (taken) on the link, so ServiceGroups cannot fail on them
+// later whatever the Services are.
+func (s Spec) checkServices(taken []uint8) error {
+	if s.Services == nil {
+		return nil
+	}
+	if s.Mode == ModeBGP {
+		return errorf([]string{KeyServices, KeyVIPMode}, "the Services' addresses are held over VRRP in vipMode %s only: in %s mode each eligible node announces them itself (lbconfig's services option), with no VRRP group: leave %s out", ModeVRRP, ModeBGP, KeyServices)
+	}
+	cfg := *s.Services
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	for _, id := range cfg.LocalIDs {
+		if slices.Contains(taken, id) {
+			return keyErr(KeyServiceLocalIDs, "%d is the router ID of the API or an ingress group", id)
+		}
+	}
+	_, err := ServiceGroupIDs(s.Name, cfg.SharedGroups(), slices.Concat(taken, cfg.LocalIDs))
+	return err
 }
 
 func (s Spec) withDefaults() Spec {
@@ -164,7 +203,18 @@ func (s Spec) withDefaults() Spec {
 	}
 	s.Health = h
 	s.RouterIDs.Ingress = slices.Clone(s.RouterIDs.Ingress)
+	s.Services = s.Services.clone()
 	return s
+}
+
+// clone copies c, nil staying nil.
+func (c *ServicesVRRP) clone() *ServicesVRRP {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.LocalIDs = slices.Clone(c.LocalIDs)
+	return &out
 }
 
 // unmapAll keeps nil nil: a front end tests NodeIPs against nil for "not
@@ -190,6 +240,7 @@ func (m *Model) Spec() Spec {
 	s.StaticBackends = slices.Clone(s.StaticBackends)
 	s.RouterIDs.Ingress = slices.Clone(s.RouterIDs.Ingress)
 	s.BGP.Peers = slices.Clone(s.BGP.Peers)
+	s.Services = s.Services.clone()
 	s.Health = map[string]string{}
 	for k, v := range m.spec.Health {
 		s.Health[k] = v
@@ -212,6 +263,16 @@ func (m *Model) Groups() []Group {
 func (m *Model) VIPs() []netip.Addr {
 	return slices.Concat(m.spec.APIVIPs, m.spec.IngressVIPs)
 }
+
+// Services is how the Services' addresses are held over VRRP (a copy),
+// nil when they are not.
+func (m *Model) Services() *ServicesVRRP { return m.spec.Services.clone() }
+
+// RouterIDsTaken are the router IDs of "api" and the ingress groups: what
+// the Services' groups step past (ServiceGroups' taken). The first ingress
+// group's ID is in even when there is no ingress VIP, so adding one later
+// renumbers no Services group.
+func (m *Model) RouterIDsTaken() []uint8 { return slices.Clone(m.taken) }
 
 // Mode is how the VIPs reach the network: ModeVRRP or ModeBGP.
 func (m *Model) Mode() string { return m.spec.Mode }
