@@ -13,8 +13,19 @@ type Instance struct {
 	Name string
 	VRID uint8
 	V6   bool
+	// VIPs are the addresses its adverts carry (keepalived's
+	// virtual_ipaddress): what a router using its VRID must list, no
+	// more and no fewer.
 	VIPs []netip.Addr
+	// Excluded are addresses it holds too but leaves out of its adverts
+	// (virtual_ipaddress_excluded: a Services group's addresses past the
+	// first of each family): no other router may advertise them under
+	// another VRID, but none of ours lists them.
+	Excluded []netip.Addr
 }
+
+// holds says whether in holds a, advertised or not.
+func (in Instance) holds(a netip.Addr) bool { return contains(in.VIPs, a) || contains(in.Excluded, a) }
 
 // Observation is an advertisement seen on the link and who sent it: its IP
 // source and the frame's link-layer source (zero when not known).
@@ -98,7 +109,7 @@ func Detect(ours []Instance, self, peers []netip.Addr, seen []Observation) []Con
 			switch {
 			case o.Advert.VRID == in.VRID && (o.Omitted > 0 || !sameSet(addrs, in.VIPs)):
 				kind = ForeignAddresses
-			case o.Advert.VRID != in.VRID && intersects(addrs, in.VIPs):
+			case o.Advert.VRID != in.VRID && slices.ContainsFunc(addrs, in.holds):
 				kind = VIPUnderOtherID
 			case o.Advert.VRID == in.VRID && len(peers) > 0 && !src.IsLinkLocalUnicast() && !slices.Contains(peers, src):
 				kind = UnknownPeer
@@ -141,13 +152,4 @@ func sameSet(a, b []netip.Addr) bool {
 		}
 	}
 	return true
-}
-
-func intersects(a, b []netip.Addr) bool {
-	for _, x := range a {
-		if slices.Contains(b, x) {
-			return true
-		}
-	}
-	return false
 }

@@ -70,3 +70,40 @@ func TestDetect(t *testing.T) {
 		})
 	}
 }
+
+// TestDetectExcluded: a Services instance advertises its first address
+// and holds the others left out of its adverts (Instance.Excluded). Its
+// peers' adverts list the first alone: no clash. Listing them all is
+// what keepalived rejects, a clash; one of them under another VRID is a
+// VIP held twice.
+func TestDetectExcluded(t *testing.T) {
+	ours := []Instance{{Name: "ocp4_services_v4", VRID: 141, VIPs: addrs("203.0.113.1"), Excluded: addrs("203.0.113.3", "203.0.113.5")}}
+	peers := addrs("198.51.100.11", "198.51.100.12")
+	src := netip.MustParseAddr("198.51.100.12")
+	tests := []struct {
+		name string
+		seen []Observation
+		want []Conflict
+	}{
+		{"a peer advertises the first address", []Observation{obs("198.51.100.12", 141, "203.0.113.1")}, nil},
+		{"every address in the advert", []Observation{obs("198.51.100.12", 141, "203.0.113.1", "203.0.113.3", "203.0.113.5")},
+			[]Conflict{{Kind: ForeignAddresses, Instance: "ocp4_services_v4", VRID: 141, Source: src, Addresses: addrs("203.0.113.1", "203.0.113.3", "203.0.113.5")}}},
+		{"an excluded address in our advert's place", []Observation{obs("198.51.100.12", 141, "203.0.113.3")},
+			[]Conflict{{Kind: ForeignAddresses, Instance: "ocp4_services_v4", VRID: 141, Source: src, Addresses: addrs("203.0.113.3")}}},
+		{"an excluded address under another VRID", []Observation{obs("198.51.100.12", 7, "203.0.113.5")},
+			[]Conflict{{Kind: VIPUnderOtherID, Instance: "ocp4_services_v4", VRID: 7, Source: src, Addresses: addrs("203.0.113.5")}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Detect(ours, nil, peers, tc.seen)
+			if len(got) != len(tc.want) {
+				t.Fatalf("Got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i].String() != tc.want[i].String() {
+					t.Errorf("Conflict %d = %v, want %v", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}

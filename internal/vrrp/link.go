@@ -228,7 +228,7 @@ func touches(o Observation, cluster []Instance) bool {
 	}
 	for _, a := range o.Advert.Addresses {
 		for _, in := range cluster {
-			if contains(in.VIPs, a) {
+			if in.holds(a) {
 				return true
 			}
 		}
@@ -242,7 +242,7 @@ func touches(o Observation, cluster []Instance) bool {
 // What Detect decides about o is the same before and after.
 func Trim(o Observation, cluster []Instance) Observation {
 	ours := func(a netip.Addr) bool {
-		return slices.ContainsFunc(cluster, func(in Instance) bool { return contains(in.VIPs, a) })
+		return slices.ContainsFunc(cluster, func(in Instance) bool { return in.holds(a) })
 	}
 	in := o.Advert.Addresses
 	out := make([]netip.Addr, 0, min(len(in), 8))

@@ -234,6 +234,36 @@ func TestTrimKeepsDetect(t *testing.T) {
 	}
 }
 
+// TestLinkExcluded: an address a Services instance holds but leaves out
+// of its adverts is the cluster's all the same: an advert naming it under
+// a VRID of no cluster instance is the Guard's, and trimming keeps it.
+func TestLinkExcluded(t *testing.T) {
+	g := &Guard{Window: time.Second, Expiry: time.Minute}
+	g.Start(time.Unix(0, 0))
+	svc := Instance{Name: "ocp4_services_v4", VRID: 141, VIPs: addrs("203.0.113.1"), Excluded: addrs("203.0.113.3")}
+	g.SetInstances([]Instance{svc}, nil, nil)
+	var got []LinkVerdict
+	l := &Link{Cluster: []Instance{svc}, Guard: g, Verdict: func(v LinkVerdict) { got = append(got, v) }}
+	now := time.Unix(100, 0)
+	l.Observe(advertFrom("198.51.100.66", rogueMAC, 7, 100, "192.0.2.77", "203.0.113.3"), now)
+	l.Observe(advertFrom("198.51.100.66", rogueMAC, 8, 100, "192.0.2.77"), now)
+	if !slices.Equal(got, []LinkVerdict{Other, Unrelated}) {
+		t.Errorf("verdicts %v, want [other unrelated]", got)
+	}
+	cs := g.Conflicts(now)
+	if len(cs) != 1 || cs[0].Kind != VIPUnderOtherID || cs[0].VRID != 7 {
+		t.Errorf("conflicts %v, want the excluded address under VRID 7", cs)
+	}
+	long := []string{"203.0.113.3"}
+	for i := range 20 {
+		long = append(long, fmt.Sprintf("10.0.0.%d", i+1))
+	}
+	trimmed := Trim(advertFrom("198.51.100.66", MAC{}, 7, 100, long...), []Instance{svc})
+	if !slices.Contains(trimmed.Advert.Addresses, netip.MustParseAddr("203.0.113.3")) || trimmed.Omitted != 16 {
+		t.Errorf("trimmed to %v (+%d), want the excluded address kept", trimmed.Advert.Addresses, trimmed.Omitted)
+	}
+}
+
 // TestHeardBounded: whatever it is fed, Heard keeps at most maxHeardVIPs
 // addresses; an old one makes room for a new one.
 func TestHeardBounded(t *testing.T) {
