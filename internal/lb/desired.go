@@ -29,8 +29,9 @@ type Plan struct {
 	// VIP has none for it (a worker has no API instance).
 	Instances []Instance
 	// Groups are the VIP groups this node may hold or announce now (Assign),
-	// in the model's order; in BGP mode there are no Instances, and these
-	// say what to announce once their checks pass.
+	// in the model's order, then the Services' groups it may hold
+	// (AssignServices); in BGP mode there are no Instances, and these say
+	// what to announce once their checks pass.
 	Groups  []HeldGroup
 	HAProxy HAProxy
 	// NodeIPs are this node's addresses (the spec's, or its Node's).
@@ -43,6 +44,8 @@ type HeldGroup struct {
 	Check string
 	// VRID is the group's VRRP router ID (in BGP mode too, unused there).
 	VRID uint8
+	// VIPs are every address this node's instances of the group hold
+	// (IPv4 first); Advertised the part their adverts carry.
 	VIPs []netip.Addr
 	// Peers are the addresses of the group's other eligible nodes: whose
 	// claim to a VIP the split-brain check may settle.
@@ -74,8 +77,13 @@ type Instance struct {
 	// nopreempt: a node that comes back takes nothing back (no second move,
 	// no preemption storm when a node flaps).
 	Priority int
-	// VIPs are written with their host prefix (/32, /128).
+	// VIPs are written with their host prefix (/32, /128): the addresses
+	// the instance's adverts carry (virtual_ipaddress), one per instance.
 	VIPs []string
+	// Excluded are more addresses the instance holds, written the same
+	// way, that its adverts leave out (virtual_ipaddress_excluded): a
+	// Services group's past the first of the family (see addServices).
+	Excluded []string
 	// Track names the TrackFile that puts this instance in FAULT, Split the
 	// one lbconfig's split-brain check uses to step it down.
 	Track string
@@ -137,13 +145,20 @@ var (
 
 // Desired computes the configuration for this node: the groups Assign lets
 // it hold become VRRP instances, the ready apiservers haproxy's backends.
-// It never returns a result with an empty backend list or, in unicast mode,
-// an empty peer list (ErrNoBackends, ErrNoPeers), nor one with a value a
-// field may not hold (ErrUnsafe).
+// When the model holds the Services over VRRP (Spec.Services), their
+// groups (cluster.ServiceGroups, AssignServices) follow the API and
+// ingress groups. It never returns a result with an empty backend list
+// or, in unicast mode, an empty peer list for an API or ingress group
+// (ErrNoBackends, ErrNoPeers), nor one with a value a field may not hold
+// (ErrUnsafe).
 func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 	spec := m.Spec()
 	if spec.Interface == "" || spec.Interface == "auto" || spec.Node == "" {
 		return Plan{}, fmt.Errorf("node name %q and interface %q must be known before a render", spec.Node, spec.Interface)
+	}
+	var svcs []cluster.LBService
+	if spec.Services != nil {
+		svcs, s = servicesOf(s, m)
 	}
 	assigned, err := cluster.Assign(m, s)
 	if err != nil {
@@ -190,29 +205,18 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 		if m.Mode() == cluster.ModeBGP {
 			continue // no VRRP instance and no track file: announced, not held
 		}
-		track := TrackFile{Name: spec.Name + "_" + g.Name, Path: TrackPath(m, g.Name), Hold: a.Spread && !a.Home}
-		split := TrackFile{Name: track.Name + "_split", Path: SplitPath(m, g.Name), Split: true}
-		boost := TrackFile{Name: track.Name + "_boost", Path: BoostPath(m, g.Name), Boost: true}
-		d.TrackFiles = append(d.TrackFiles, track, split, boost)
+		// One instance per VIP: at most one per family.
+		var sets [][]netip.Addr
 		for _, vip := range g.VIPs {
-			in := Instance{
-				Name:     InstanceName(spec.Name, g.Name, vip),
-				VRID:     g.RouterID,
-				Priority: RankPriority(a.Rank),
-				VIPs:     []string{netip.PrefixFrom(vip, vip.BitLen()).String()},
-				Track:    track.Name,
-				Split:    split.Name,
-				Boost:    boost.Name,
-			}
-			if spec.VRRP.Version == 2 {
-				in.AuthPass = authPass(spec.Name, g.Name)
-			}
-			if spec.VRRP.Unicast {
-				if in.SrcIP, in.Peers, err = unicast(in.Name, spec.Node, selfIPs, a.Peers, vip.Is6()); err != nil {
-					return Plan{}, err
-				}
-			}
-			d.Instances = append(d.Instances, in)
+			sets = append(sets, []netip.Addr{vip})
+		}
+		if err := d.addVRRP(m, a, sets, selfIPs); err != nil {
+			return Plan{}, err
+		}
+	}
+	if spec.Services != nil {
+		if err := d.addServices(m, s, svcs, selfIPs); err != nil {
+			return Plan{}, err
 		}
 	}
 	if err := d.check(); err != nil {
@@ -220,6 +224,151 @@ func Desired(s cluster.Snapshot, m *cluster.Model) (Plan, error) {
 	}
 	return d, nil
 }
+
+// addVRRP adds a's group's track, split and boost files and one instance
+// per address set (each of one family, its first address the one its
+// adverts carry, the others Excluded). In unicast mode an instance
+// without a peer is an error (ErrNoPeers), except for a Services group:
+// see addServices.
+func (d *Plan) addVRRP(m *cluster.Model, a cluster.Assignment, sets [][]netip.Addr, selfIPs []netip.Addr) error {
+	spec, g := m.Spec(), a.Group
+	track := TrackFile{Name: spec.Name + "_" + g.Name, Path: TrackPath(m, g.Name), Hold: a.Spread && !a.Home}
+	split := TrackFile{Name: track.Name + "_split", Path: SplitPath(m, g.Name), Split: true}
+	boost := TrackFile{Name: track.Name + "_boost", Path: BoostPath(m, g.Name), Boost: true}
+	d.TrackFiles = append(d.TrackFiles, track, split, boost)
+	for _, set := range sets {
+		vip := set[0]
+		in := Instance{
+			Name:     InstanceName(spec.Name, g.Name, vip),
+			VRID:     g.RouterID,
+			Priority: RankPriority(a.Rank),
+			VIPs:     []string{hostPrefix(vip)},
+			Track:    track.Name,
+			Split:    split.Name,
+			Boost:    boost.Name,
+		}
+		for _, x := range set[1:] {
+			in.Excluded = append(in.Excluded, hostPrefix(x))
+		}
+		if spec.VRRP.Version == 2 {
+			in.AuthPass = authPass(spec.Name, g.Name)
+		}
+		if spec.VRRP.Unicast {
+			var err error
+			in.SrcIP, in.Peers, err = unicast(in.Name, spec.Node, selfIPs, a.Peers, vip.Is6())
+			if err != nil && !(g.Holders == cluster.Services && errors.Is(err, ErrNoPeers)) {
+				return err
+			}
+		}
+		d.Instances = append(d.Instances, in)
+	}
+	return nil
+}
+
+// hostPrefix is a as keepalived is given a VIP: /32 or /128.
+func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
+
+// servicesOf returns the Services this node's groups are laid out from and
+// the snapshot to assign every group with. A Service's address that is an
+// API or ingress VIP or one of this node's configured addresses is left
+// out: a second instance holding it would delete it from the first (or
+// from the node) when it goes BACKUP. And a Service's address is no node's
+// own, whatever a Node reports (kubelet picks one off the interface that
+// holds it): as a unicast peer or source it would follow the address.
+func servicesOf(s cluster.Snapshot, m *cluster.Model) ([]cluster.LBService, cluster.Snapshot) {
+	own := slices.Concat(m.VIPs(), m.Spec().NodeIPs)
+	svcs := make([]cluster.LBService, len(s.Services))
+	var addrs []netip.Addr
+	for i, svc := range s.Services {
+		svc.Addrs = slices.DeleteFunc(slices.Clone(svc.Addrs), func(a netip.Addr) bool { return slices.Contains(own, a.Unmap()) })
+		svcs[i] = svc
+		addrs = append(addrs, svc.Addrs...)
+	}
+	s.Nodes = withoutAddrs(s.Nodes, addrs)
+	return svcs, s
+}
+
+// withoutAddrs are nodes (a copy) without the addresses in drop.
+func withoutAddrs(nodes []cluster.Node, drop []netip.Addr) []cluster.Node {
+	drop = cluster.SortedAddrs(drop)
+	out := slices.Clone(nodes)
+	for i, n := range out {
+		out[i].Addresses = slices.DeleteFunc(slices.Clone(n.Addresses), func(a netip.Addr) bool {
+			_, found := slices.BinarySearchFunc(drop, a.Unmap(), netip.Addr.Compare)
+			return found
+		})
+	}
+	return out
+}
+
+// addServices lays out the Services' groups (cluster.ServiceGroups) and
+// adds those AssignServices lets this node hold: a HeldGroup, the group's
+// track files, and one instance per family holding every address of that
+// family the group has.
+//
+// One instance holds them all, but its adverts carry the first alone
+// (virtual_ipaddress) and the rest are virtual_ipaddress_excluded:
+// keepalived adds and deletes those with the instance's state (and sends
+// their gratuitous ARPs and NAs) but leaves them out of its adverts, as
+// keepalived.conf(5) describes it "for cases with large numbers (eg 200)
+// of IPs on the same interface". With every address in virtual_ipaddress
+// an advert's 8-bit count caps an instance at 255, one MTU at fewer
+// (keepalived 2.2.7 moves the excess to the excluded list with a
+// configuration error: 89 IPv6 addresses at MTU 1500), every advert grows
+// with the Services, and, as keepalived drops an advert that does not
+// list exactly its own virtual_ipaddress, any Service added or deleted
+// would make the group's nodes drop each other's adverts (and claim the
+// group) until all had rendered. Now that happens only when the group's
+// lowest address of a family changes.
+//
+// In unicast mode, a Services group this node holds alone (a Local
+// Service with one endpoint node, a one-node cluster) or whose other
+// holders have no address of a family has no peer to advertise to: its
+// instance is rendered without unicast peers (multicast, which reaches
+// nobody it concerns) instead of failing the whole render as ErrNoPeers
+// does for the API; and a family this node has no address of (an IPv6
+// Service on an IPv4-only node) is left to the nodes that do.
+func (d *Plan) addServices(m *cluster.Model, s cluster.Snapshot, svcs []cluster.LBService, selfIPs []netip.Addr) error {
+	spec := m.Spec()
+	groups, err := serviceGroups(spec.Name, *spec.Services, m.RouterIDsTaken(), svcs)
+	if err != nil {
+		return fmt.Errorf("the Services' VRRP layout: %w", err)
+	}
+	// The API and ingress VIPs are no node's address either (see Assign).
+	for _, a := range cluster.AssignServices(spec.Node, withoutAddrs(s.Nodes, m.VIPs()), groups) {
+		var sets [][]netip.Addr
+		var held []netip.Addr
+		for _, v6 := range []bool{false, true} {
+			set := slices.DeleteFunc(slices.Clone(a.Group.VIPs), func(x netip.Addr) bool { return x.Is6() != v6 })
+			if len(set) == 0 {
+				continue
+			}
+			if _, ok := firstOfFamily(selfIPs, v6); spec.VRRP.Unicast && !ok {
+				continue
+			}
+			sets = append(sets, set)
+			held = append(held, set...)
+		}
+		if len(sets) == 0 {
+			continue
+		}
+		var peers []netip.Addr
+		for _, n := range a.Peers {
+			peers = append(peers, n.Addresses...)
+		}
+		d.Groups = append(d.Groups, HeldGroup{Name: a.Group.Name, Check: a.Group.Check, VRID: a.Group.RouterID, VIPs: held, Peers: cluster.SortedAddrs(peers)})
+		if err := d.addVRRP(m, a, sets, selfIPs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serviceGroups is cluster.ServiceGroups, replaced by tests: New checks
+// what it would refuse (the settings, the router IDs), so a model leaves
+// it nothing to fail on today; should it ever fail, the render fails and
+// the last good files stay.
+var serviceGroups = cluster.ServiceGroups
 
 // InstanceName is the keepalived vrrp_instance of a group's VIP:
 // CLUSTER_GROUP_v4 or CLUSTER_GROUP_v6. vrrp-scan and the guard name
@@ -343,6 +492,8 @@ func firstOfFamily(as []netip.Addr, v6 bool) (netip.Addr, bool) {
 
 // VRRPInstances are the plan's instances as the VRRP guard compares them
 // with what it hears on the link.
+// VIPs are the addresses its adverts carry, Excluded those it holds
+// without advertising them.
 func (p Plan) VRRPInstances() []vrrp.Instance {
 	out := make([]vrrp.Instance, 0, len(p.Instances))
 	for _, in := range p.Instances {
@@ -353,7 +504,25 @@ func (p Plan) VRRPInstances() []vrrp.Instance {
 				vi.V6 = pfx.Addr().Is6()
 			}
 		}
+		for _, v := range in.Excluded {
+			if pfx, err := netip.ParsePrefix(v); err == nil {
+				vi.Excluded = append(vi.Excluded, pfx.Addr())
+			}
+		}
 		out = append(out, vi)
+	}
+	return out
+}
+
+// Advertised are the group's VIPs its instances' adverts carry: the first
+// of each family (every VIP of an API or ingress group). What a peer's
+// advert for the group lists, as vrrp.LinkGroup's VIPs must be.
+func (g HeldGroup) Advertised() []netip.Addr {
+	var out []netip.Addr
+	for _, a := range g.VIPs {
+		if !slices.ContainsFunc(out, func(b netip.Addr) bool { return b.Is6() == a.Is6() }) {
+			out = append(out, a)
+		}
 	}
 	return out
 }
@@ -373,15 +542,20 @@ func (p Plan) Peers() []netip.Addr {
 
 // Instances are the VRRP instances of groups, as a node eligible for all of
 // them runs them, one per family even where a group has no VIP of that
-// family: what `infradns vrrp-scan` checks the link against.
+// family: what `infradns vrrp-scan` checks the link against. A family's
+// first VIP is advertised, any others (a Services group's) Excluded.
 func Instances(clusterName string, groups []cluster.Group) []vrrp.Instance {
 	var out []vrrp.Instance
 	for _, g := range groups {
 		for _, fam := range []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
 			in := vrrp.Instance{Name: InstanceName(clusterName, g.Name, fam), VRID: g.RouterID, V6: fam.Is6()}
 			for _, a := range g.VIPs {
-				if a.Is6() == fam.Is6() {
+				switch {
+				case a.Is6() != fam.Is6():
+				case len(in.VIPs) == 0:
 					in.VIPs = append(in.VIPs, a)
+				default:
+					in.Excluded = append(in.Excluded, a)
 				}
 			}
 			out = append(out, in)

@@ -3,6 +3,7 @@ package lb
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/infradns/infradns/internal/cluster"
@@ -96,6 +97,14 @@ func goldenCases() []struct {
 	ts := snap(3, true)
 	ts.Nodes = append(ts.Nodes, Node{Name: "worker-0", Addresses: ips("198.51.100.21", "2001:db8:1::21")})
 	ts.IngressNodes = []string{"master-1", "master-2", "worker-0"}
+	// The Services held over VRRP, dual-stack and unicast, seen from
+	// master-1 (svcSnap).
+	svc := spec(true)
+	svc.Node = "master-1"
+	svc.VRRP.Unicast = true
+	svc.Services = &cluster.ServicesVRRP{Groups: 2, LocalIDs: []uint8{10, 11}}
+	ss := snap(3, true)
+	ss.Services = svcServices()
 	return []struct {
 		name string
 		s    Snapshot
@@ -108,5 +117,34 @@ func goldenCases() []struct {
 		{"vrrp-v2", snap(3, false), mustModel(v2)},
 		{"worker-router", ws, mustModel(worker)},
 		{"three-ingress-vips", ts, mustModel(three)},
+		{"services", ss, mustModel(svc)},
+	}
+}
+
+func clusterService(key string, addrs ...string) cluster.LBService {
+	ns, name, _ := strings.Cut(key, "/")
+	return cluster.LBService{Namespace: ns, Name: name, Addrs: cluster.SortedAddrs(ips(addrs...))}
+}
+
+func localService(key string, id uint8, nodes []string, addrs ...string) cluster.LBService {
+	s := clusterService(key, addrs...)
+	s.Local, s.RouterID, s.Nodes = true, id, nodes
+	return s
+}
+
+// svcServices are five Cluster Services and a Local one. With two shared
+// groups (FNV-1a of the lowest address mod 2: 203.0.113.1 and .3 → 0,
+// .2 and .4 → 1): "services" holds shop/web and shop/web-udp (sharing
+// 203.0.113.1) and the dual-stack shop/dual (203.0.113.3, 2001:db8:5::1),
+// "services-2" bank/api and ops/dns; shop/db is Local on ID 10 with its
+// endpoints on master-1 and master-2.
+func svcServices() []cluster.LBService {
+	return []cluster.LBService{
+		clusterService("shop/web", "203.0.113.1"),
+		clusterService("shop/web-udp", "203.0.113.1"),
+		clusterService("bank/api", "203.0.113.2"),
+		clusterService("shop/dual", "2001:db8:5::1", "203.0.113.3"),
+		clusterService("ops/dns", "203.0.113.4"),
+		localService("shop/db", 10, []string{"master-2", "master-1"}, "203.0.113.9"),
 	}
 }

@@ -34,6 +34,7 @@ func TestRenderGolden(t *testing.T) {
 			s.Nodes = reversed(s.Nodes)
 			s.APIServers = reversed(s.APIServers)
 			s.IngressNodes = reversed(s.IngressNodes)
+			s.Services = reversed(s.Services)
 			p2, err := Desired(s, tc.c)
 			if err != nil {
 				t.Fatal(err)

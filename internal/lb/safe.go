@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/infradns/infradns/internal/cluster"
 )
@@ -18,6 +20,23 @@ var ErrUnsafe = errors.New("unsafe value in the plan")
 // word is what a name in keepalived.conf or haproxy.cfg may be: no space,
 // quote, brace, '#', newline or anything else a parser would act on.
 var word = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,253}$`)
+
+// maxAdvertAddrs is how many addresses of a family one instance's adverts
+// may carry. keepalived 2.2.7 (vrrp_complete_instance) fits its
+// virtual_ipaddress into one advert: past min(255, (MTU - Ethernet, IP
+// and VRRP headers) / address size) it moves the rest to the excluded
+// list and reports a configuration error (keepalived -t fails). At the
+// smallest MTU of an IPv6 link, 1280, that is 76 IPv6 addresses, and 255
+// IPv4 ones (the advert's 8-bit count). Desired puts one address in each
+// instance's adverts; this bounds a plan made otherwise.
+// virtual_ipaddress_excluded has no bound in keepalived, and Excluded none
+// here.
+func maxAdvertAddrs(v6 bool) int {
+	if v6 {
+		return (1280 - 14 - 40 - 8) / 16
+	}
+	return min(255, (1280-14-20-8-8)/4)
+}
 
 // check holds every field of the plan to its whitelist.
 func (p Plan) check() error {
@@ -43,9 +62,15 @@ func (p Plan) check() error {
 		if in.AuthPass != "" && !word.MatchString(in.AuthPass) {
 			return bad("auth_pass", in.AuthPass)
 		}
-		for _, v := range in.VIPs {
+		for _, v := range slices.Concat(in.VIPs, in.Excluded) {
 			if pfx, err := netip.ParsePrefix(v); err != nil || cluster.CheckUnicast(pfx.Addr()) != nil {
 				return bad("VIP", v)
+			}
+		}
+		if len(in.VIPs) > 0 {
+			v6 := strings.Contains(in.VIPs[0], ":")
+			if most := maxAdvertAddrs(v6); len(in.VIPs) > most {
+				return fmt.Errorf("%w: instance %s: %d addresses in its adverts, at most %d fit one (the others belong in Excluded)", ErrUnsafe, in.Name, len(in.VIPs), most)
 			}
 		}
 		if in.SrcIP == "" && len(in.Peers) == 0 {

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/infradns/infradns/internal/atomicfile"
+	"github.com/infradns/infradns/internal/cluster"
 	"github.com/infradns/infradns/internal/lb/netnstest"
 )
 
@@ -47,6 +50,54 @@ func TestValidateGoldenWithRealTools(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidateManyServiceAddresses: one Services group holding 200 IPv4
+// and 200 IPv6 addresses is one instance per family that keepalived -t
+// accepts: the first address in its adverts, the others excluded. The
+// same addresses all in virtual_ipaddress it refuses (keepalived 2.2.7:
+// 89 IPv6 addresses fit an advert at MTU 1500): why they are excluded.
+func TestValidateManyServiceAddresses(t *testing.T) {
+	tools := labTools(t)
+	var svcs []cluster.LBService
+	for i := range 200 {
+		svcs = append(svcs, clusterService(fmt.Sprintf("shop/web-%d", i),
+			fmt.Sprintf("198.18.%d.%d", i/250, i%250+1), fmt.Sprintf("2001:db8:5::%x", i+1)))
+	}
+	s := snap(3, false)
+	s.Services = svcs
+	p, err := Desired(s, withServices(spec(false), cluster.ServicesVRRP{Groups: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svc []Instance
+	for _, in := range p.Instances {
+		if in.VRID == p.Groups[len(p.Groups)-1].VRID {
+			svc = append(svc, in)
+		}
+	}
+	if len(svc) != 2 || len(svc[0].VIPs) != 1 || len(svc[0].Excluded) != 199 || len(svc[1].VIPs) != 1 || len(svc[1].Excluded) != 199 {
+		t.Fatalf("Services instances: %d, want one per family with 1 advertised and 199 excluded addresses each", len(svc))
+	}
+	k, err := RenderKeepalived(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tools.Validate(context.Background(), Keepalived, k); err != nil {
+		t.Errorf("keepalived rejects 200+200 Services addresses: %v", err)
+	}
+	for i := range p.Instances {
+		in := &p.Instances[i]
+		in.VIPs, in.Excluded = append(in.VIPs, in.Excluded...), nil
+	}
+	all, err := RenderKeepalived(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ve *ValidationError
+	if err := tools.Validate(context.Background(), Keepalived, all); !errors.As(err, &ve) || !strings.Contains(ve.Output, "exceeds maximum/space") {
+		t.Errorf("200 IPv6 addresses in one advert: %v, want keepalived to refuse them", err)
 	}
 }
 
