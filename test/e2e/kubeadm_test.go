@@ -341,6 +341,7 @@ func TestKubeadm(t *testing.T) {
 		}
 	}
 	klReapCgroups(t)
+	klWeighPods(t, 3)
 	guide := readKubeadmGuide(t)
 	bins := kubetest.Binaries(t)
 	kubeadm, kubectl := filepath.Join(bins, "kubeadm"), filepath.Join(bins, "kubectl")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,4 +140,46 @@ func klReapCgroups(t *testing.T) {
 			t.Errorf("container cgroups of this lab left on the host: %s", strings.Join(errs, "; "))
 		}
 	})
+}
+
+// klWeighPods gives the k8s.io cgroup, under which every lab node's
+// containers run (cgroupfs, cgroupsPerQOS off), the CPU weight kubelet
+// gives a node's kubepods cgroup: its CPUs' (1024 shares each, cgroup v1;
+// 100 weight each, v2), here for nodes nodes, until the test ends. At the
+// default 1024 shares the pods of the whole lab weighed as much as one
+// busy thread of any other test: with four busy loops beside it (make
+// test's parallel phase runs the API-outage tests and a saturating VRRP
+// soak there) the BGP lab's lbconfig containers, at 20m (20 shares) each,
+// were starved past three BFD intervals and the ToR withdrew healthy nodes
+// (2 of 2 runs; 0 of 2 at 6,144 shares). No real node runs its pods so.
+func klWeighPods(t *testing.T, nodes int) {
+	t.Helper()
+	type knob struct{ file, value string }
+	var k knob
+	switch {
+	case dirExists("/sys/fs/cgroup/cpu"):
+		if err := os.MkdirAll("/sys/fs/cgroup/cpu/k8s.io", 0o755); err != nil {
+			t.Fatalf("cgroup k8s.io: %v", err)
+		}
+		k = knob{"/sys/fs/cgroup/cpu/k8s.io/cpu.shares", strconv.Itoa(nodes * runtime.NumCPU() * 1024)}
+	default:
+		if err := os.MkdirAll("/sys/fs/cgroup/k8s.io", 0o755); err != nil {
+			t.Fatalf("cgroup k8s.io: %v", err)
+		}
+		k = knob{"/sys/fs/cgroup/k8s.io/cpu.weight", strconv.Itoa(min(10000, nodes*runtime.NumCPU()*100))}
+	}
+	old, err := os.ReadFile(k.file)
+	if err != nil {
+		t.Fatalf("the lab's pods' CPU weight: %v (the cpu controller must be enabled for k8s.io)", err)
+	}
+	if err := os.WriteFile(k.file, []byte(k.value), 0o644); err != nil {
+		t.Fatalf("the lab's pods' CPU weight: %s = %s: %v", k.file, k.value, err)
+	}
+	t.Logf("the lab's pods weigh %s (%s), as %d nodes' kubepods", k.value, k.file, nodes)
+	t.Cleanup(func() { _ = os.WriteFile(k.file, old, 0o644) })
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }

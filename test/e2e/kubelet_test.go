@@ -563,6 +563,7 @@ func klNewLab(t *testing.T, cfg lab.Config, tools ...string) (*lab.Lab, *lab.Nod
 			t.Fatalf("%s is not installed (hack/install-deps.sh installs it): %v", tool, err)
 		}
 	}
+	klWeighPods(t, cfg.Nodes)
 	l := lab.New(t, cfg)
 	// Linux's default, as on the hosts infradns installs on (the lab allows
 	// it): the resolver binds the API VIP ahead of having it (IP_FREEBIND).
