@@ -42,8 +42,12 @@ const klToRASN, klNodeASN = 64512, 64513
 // got no SYN-ACK, because lbconfig let the VIPs go at once when kubelet's
 // SIGTERM came right after haproxy's stopping file had withdrawn them
 // (fixed in internal/bgp: the stop holds them for the rest of the drain).
-// 4 of 4 runs since lost nothing; it joins make test once more runs agree
-// and the e2e time allows (~130 s).
+// Since: 1 of 18 runs lost one request of ~3,000 of another kind (connected,
+// TLS done and the request written 16 ms after the SYN, no answer within
+// the client's 1 s; the SYN 49 ms after the leaving node's withdrawal; not
+// explained yet), and under four busy loops the lab's pods were starved
+// until they weighed as kubepods do (klWeighPods). It joins make test once
+// that request is explained and the runs agree (~130 s more).
 func TestKubeletBGP(t *testing.T) {
 	kubeParallel(t)
 	klOneAtATime(t)
