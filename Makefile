@@ -10,7 +10,7 @@ BIN     := bin
 RUN_PORT     ?= 1053
 RUN_UPSTREAM ?= /etc/resolv.conf
 
-.PHONY: all build image image-oci release run test unit e2e e2e-kubelet-bgp deps bench bench-scale bench-scale-lb verify lint fmt clean
+.PHONY: all build image image-oci release run test unit e2e deps bench bench-scale bench-scale-lb verify lint fmt clean
 
 all: build
 
@@ -100,19 +100,12 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
-	$(GO) vet -tags 'e2e kubeletbgp' ./test/e2e/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
 	rm -rf $(BIN) $(DIST)
-
-# The rolling upgrade on the real-kubelet lab in vipMode bgp (~3 min), not
-# in make test yet: see TestKubeletBGP's comment.
-e2e-kubelet-bgp: build
-	GO=$(GO) test/kubeapi/build.sh
-	$(GO) test -tags 'e2e kubeletbgp' -count=1 -timeout 15m -run 'TestKubeletBGP$$' -v ./test/e2e/
 
 # The scale benchmark against the real kube-apiserver (~30 min): following
 # Nodes (TestScaleBench: SCALE_NODES="500 2000 5000", SCALE_BINS="before=/path/coredns
