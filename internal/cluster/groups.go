@@ -187,18 +187,29 @@ func RouterIDsFor(cluster string, n int, o RouterIDs) ([]uint8, error) {
 		if i >= 2 {
 			ids[i] = vrrp.Fletcher8(fmt.Sprintf("%s-%s", cluster, GroupName(Routers, i-1))) + 1
 		}
-		for start := ids[i]; ; {
-			if _, ok := taken[ids[i]]; !ok {
-				break
-			}
-			ids[i] = ids[i]%255 + 1 // 1..255, never 0
-			if ids[i] == start {
-				return nil, keyErr(KeyRouterIDs, "no free VRRP router ID left")
-			}
+		id, ok := freeIDFrom(ids[i], func(id uint8) bool { _, t := taken[id]; return t })
+		if !ok {
+			return nil, keyErr(KeyRouterIDs, "no free VRRP router ID left")
 		}
-		taken[ids[i]] = idName(i)
+		ids[i] = id
+		taken[id] = idName(i)
 	}
 	return ids[:1+n], nil
+}
+
+// freeIDFrom is the first router ID from id up (255 wraps to 1, never 0)
+// that taken does not hold; false when all 255 are.
+func freeIDFrom(id uint8, taken func(uint8) bool) (uint8, bool) {
+	if id == 0 {
+		id = 1
+	}
+	for start := id; taken(id); {
+		id = id%255 + 1
+		if id == start {
+			return 0, false
+		}
+	}
+	return id, true
 }
 
 func idName(i int) string {

@@ -124,12 +124,9 @@ func ServiceGroupIDs(cluster string, k int, taken []uint8) ([]uint8, error) {
 	ids := make([]uint8, 0, max(k, 0))
 	for i := range max(k, 0) {
 		name := GroupName(Services, i)
-		id := vrrp.Fletcher8(cluster+"-"+name) + 1 // at most 0xEE+1
-		for start := id; used[id]; {
-			id = id%255 + 1 // 1..255, never 0
-			if id == start {
-				return nil, keyErr(KeyServices, "no free VRRP router ID left for %s: the API, ingress and Services groups and the localIDs take all 255", name)
-			}
+		id, ok := freeIDFrom(vrrp.Fletcher8(cluster+"-"+name)+1, func(id uint8) bool { return used[id] })
+		if !ok {
+			return nil, keyErr(KeyServices, "no free VRRP router ID left for %s: the API, ingress and Services groups and the localIDs take all 255", name)
 		}
 		used[id] = true
 		ids = append(ids, id)

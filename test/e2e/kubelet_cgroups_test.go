@@ -33,7 +33,7 @@ var klCgroupID = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // hierarchies (v1: one per controller; v2: the unified tree).
 func klCgroupParents() []string {
 	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
-	if fi, err := os.Stat("/sys/fs/cgroup/k8s.io"); err == nil && fi.IsDir() {
+	if dirExists("/sys/fs/cgroup/k8s.io") {
 		dirs = append(dirs, "/sys/fs/cgroup/k8s.io")
 	}
 	return dirs
